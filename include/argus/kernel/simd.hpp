@@ -1,0 +1,174 @@
+// argus/kernel/simd.hpp -- kernel layer: the one SIMD vocabulary every kernel uses.
+//
+// simd<T> is a register of simd<T>::width lanes of T (float or double). The width is chosen
+// at compile time from the target: AVX-512 (64 bytes), AVX2/FMA (32 bytes), or a portable
+// 16-byte fallback written with GCC/Clang vector extensions that compiles on any target.
+// Kernels are written once against this interface; nothing else in argus includes
+// <immintrin.h>.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+namespace argus::kernel {
+
+/// Bytes in one SIMD register of the compilation target.
+#if defined(__AVX512F__)
+inline constexpr std::size_t simd_bytes = 64;
+inline constexpr const char* simd_isa = "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+inline constexpr std::size_t simd_bytes = 32;
+inline constexpr const char* simd_isa = "avx2";
+#else
+inline constexpr std::size_t simd_bytes = 16;
+inline constexpr const char* simd_isa = "portable";
+#endif
+
+/// Alignment of every owning argus buffer: one cache line, and at least one register.
+inline constexpr std::size_t buffer_alignment = simd_bytes > 64 ? simd_bytes : 64;
+
+namespace detail {
+template <class T> struct native_vector;
+template <> struct native_vector<float> {
+  using type = float __attribute__((vector_size(simd_bytes)));
+  using bits = std::int32_t __attribute__((vector_size(simd_bytes)));
+};
+template <> struct native_vector<double> {
+  using type = double __attribute__((vector_size(simd_bytes)));
+  using bits = std::int64_t __attribute__((vector_size(simd_bytes)));
+};
+}  // namespace detail
+
+template <class T>
+struct simd {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::simd<T> is defined for float and double");
+  static constexpr std::size_t width = simd_bytes / sizeof(T);
+  using native = typename detail::native_vector<T>::type;
+  using mask_type = typename detail::native_vector<T>::bits;
+
+  native v;
+
+  static simd zero() noexcept { return {native{}}; }
+  static simd broadcast(T x) noexcept { return {native{} + x}; }
+  static simd load(const T* p) noexcept {
+    simd r;
+    std::memcpy(&r.v, p, sizeof(native));
+    return r;
+  }
+  void store(T* p) const noexcept { std::memcpy(p, &v, sizeof(native)); }
+
+  /// Loads lanes [0, n) from p and sets the others to `fill`; n <= width.
+  static simd load_partial(const T* p, std::size_t n, T fill = T(0)) noexcept {
+    simd r = broadcast(fill);
+    for (std::size_t i = 0; i < n; ++i) r.v[i] = p[i];
+    return r;
+  }
+  /// Stores lanes [0, n) to p; n <= width.
+  void store_partial(T* p, std::size_t n) const noexcept {
+    for (std::size_t i = 0; i < n; ++i) p[i] = v[i];
+  }
+
+  T operator[](std::size_t i) const noexcept { return v[i]; }
+
+  friend simd operator+(simd a, simd b) noexcept { return {a.v + b.v}; }
+  friend simd operator-(simd a, simd b) noexcept { return {a.v - b.v}; }
+  friend simd operator*(simd a, simd b) noexcept { return {a.v * b.v}; }
+  friend simd operator/(simd a, simd b) noexcept { return {a.v / b.v}; }
+  simd& operator+=(simd b) noexcept { v += b.v; return *this; }
+  simd& operator*=(simd b) noexcept { v *= b.v; return *this; }
+
+  /// max(a, b) lane-wise; a NaN in b yields a (callers never feed NaN on purpose).
+  friend simd max(simd a, simd b) noexcept { return {a.v > b.v ? a.v : b.v}; }
+  /// Lane-wise choice: where m is set, a, else b.
+  friend simd select(mask_type m, simd a, simd b) noexcept { return {m ? a.v : b.v}; }
+
+  friend T reduce_add(simd a) noexcept {
+    T s = T(0);
+    for (std::size_t i = 0; i < width; ++i) s += a.v[i];
+    return s;
+  }
+  friend T reduce_max(simd a) noexcept {
+    T m = a.v[0];
+    for (std::size_t i = 1; i < width; ++i) m = a.v[i] > m ? a.v[i] : m;
+    return m;
+  }
+};
+
+/// a * b + c, fused (one rounding) where the target has FMA.
+template <class T>
+inline simd<T> fma(simd<T> a, simd<T> b, simd<T> c) noexcept {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>)
+    return {(typename simd<T>::native)_mm512_fmadd_ps((__m512)a.v, (__m512)b.v, (__m512)c.v)};
+  else
+    return {(typename simd<T>::native)_mm512_fmadd_pd((__m512d)a.v, (__m512d)b.v, (__m512d)c.v)};
+#elif defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_same_v<T, float>)
+    return {(typename simd<T>::native)_mm256_fmadd_ps((__m256)a.v, (__m256)b.v, (__m256)c.v)};
+  else
+    return {(typename simd<T>::native)_mm256_fmadd_pd((__m256d)a.v, (__m256d)b.v, (__m256d)c.v)};
+#else
+  return {a.v * b.v + c.v};
+#endif
+}
+
+/// e^x lane-wise. For float: range reduction x = n ln2 + r, |r| <= ln2/2, a degree-6
+/// polynomial for e^r and 2^n assembled in the exponent bits; max relative error about
+/// 2 ulp over the normal range. Lanes below -87.3 (and -inf) give exactly 0, lanes above
+/// 88.7 give +inf. For double, each lane goes through std::exp (doubles are the
+/// reference path, where accuracy matters more than speed).
+template <class T>
+inline simd<T> exp(simd<T> x) noexcept {
+  using V = simd<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    using I = typename detail::native_vector<float>::bits;
+    const auto underflow = x.v < -87.33654f;
+    const auto overflow = x.v > 88.72283f;
+    auto xc = x.v;
+    xc = xc < -87.33654f ? -87.33654f + V::zero().v : xc;
+    xc = xc > 88.72283f ? 88.72283f + V::zero().v : xc;
+    // n = round(x / ln2), via the 1.5 * 2^23 trick (round to nearest even).
+    const V shifter = V::broadcast(12582912.0f);
+    V n = fma(V{xc}, V::broadcast(1.44269504088896341f), shifter) - shifter;
+    // r = x - n*ln2 in two steps (Cody-Waite) to keep r exact enough.
+    V r = fma(n, V::broadcast(-0.693359375f), V{xc});
+    r = fma(n, V::broadcast(2.12194440e-4f), r);
+    // e^r ~ 1 + r + r^2 * P(r), Cephes expf coefficients.
+    V p = V::broadcast(1.9875691500e-4f);
+    p = fma(p, r, V::broadcast(1.3981999507e-3f));
+    p = fma(p, r, V::broadcast(8.3334519073e-3f));
+    p = fma(p, r, V::broadcast(4.1665795894e-2f));
+    p = fma(p, r, V::broadcast(1.6666665459e-1f));
+    p = fma(p, r, V::broadcast(5.0000001201e-1f));
+    V rr = r * r;
+    V e = fma(p, rr, r + V::broadcast(1.0f));
+    // Scale by 2^n: add n to the exponent field.
+    I ni = __builtin_convertvector(n.v, I);
+    I bits;
+    std::memcpy(&bits, &e.v, sizeof bits);
+    bits += ni << 23;
+    std::memcpy(&e.v, &bits, sizeof bits);
+    e.v = underflow ? V::zero().v : e.v;
+    e.v = overflow ? V::broadcast(std::numeric_limits<float>::infinity()).v : e.v;
+    return e;
+  } else {
+    V r;
+    for (std::size_t i = 0; i < V::width; ++i) r.v[i] = std::exp(x.v[i]);
+    return r;
+  }
+}
+
+/// Scalar e^x with the same algorithm as the float vector version (tails of loops use it
+/// so that a row gives the same values whatever its length).
+inline float exp_scalar(float x) noexcept { return exp(simd<float>::broadcast(x))[0]; }
+inline double exp_scalar(double x) noexcept { return std::exp(x); }
+
+}  // namespace argus::kernel
