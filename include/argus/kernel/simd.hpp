@@ -57,7 +57,9 @@ struct simd {
   native v;
 
   static simd zero() noexcept { return {native{}}; }
-  static simd broadcast(T x) noexcept { return {native{} + x}; }
+  // x - 0 (not 0 + x): subtracting +0 is an identity the compiler may drop, so this is
+  // one vbroadcast (or an embedded {1toN} operand) and keeps -0.0 as -0.0.
+  static simd broadcast(T x) noexcept { return {x - native{}}; }
   static simd load(const T* p) noexcept {
     simd r;
     std::memcpy(&r.v, p, sizeof(native));

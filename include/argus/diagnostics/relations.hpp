@@ -1,0 +1,136 @@
+// argus/diagnostics/relations.hpp -- diagnostics layer: every relation argus checks at
+// compile time, each a concept whose name is the relation in words.
+//
+// Public entry points put these in their requires-clause, so a violation reads, with
+// Clang, "because 'heads_divide_d_model<512UL, 7UL>' evaluated to false", and with GCC,
+// "required for the satisfaction of 'heads_divide_d_model<DModel, Heads>' [with DModel =
+// 512; Heads = 7]". A relation between extents of which one is a run-time extent (dyn)
+// holds here and is checked at run time instead (check.hpp). docs/reference/diagnostics.md
+// shows the real message of each.
+#pragma once
+
+#include <argus/shape/extent.hpp>
+#include <argus/shape/shape.hpp>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace argus {
+
+// --- The module's configuration -------------------------------------------------------
+
+/// d_k = d_model / heads needs heads to divide d_model.
+template <std::size_t DModel, std::size_t Heads>
+concept heads_divide_d_model = Heads != 0 && DModel % Heads == 0;
+
+/// Grouped-query attention: each key/value head serves heads / kv_heads query heads.
+template <std::size_t Heads, std::size_t KVHeads>
+concept kv_heads_divide_heads = KVHeads != 0 && Heads % KVHeads == 0;
+
+/// Every width in a configuration is at least 1.
+template <std::size_t Width>
+concept width_is_positive = Width != 0;
+
+/// The inputs of a module: x_q is d_model wide, x_k kdim wide, x_v vdim wide.
+template <std::size_t QueryWidth, std::size_t DModel>
+concept query_width_equals_d_model = QueryWidth == DModel;
+template <std::size_t KeyWidth, std::size_t KDim>
+concept key_width_equals_kdim = KeyWidth == KDim;
+template <std::size_t ValueWidth, std::size_t VDim>
+concept value_width_equals_vdim = ValueWidth == VDim;
+
+// --- Weights and biases ---------------------------------------------------------------
+
+template <std::size_t Rows, std::size_t DModel>
+concept w_q_rows_equal_d_model = Rows == DModel;
+template <std::size_t Cols, std::size_t Heads, std::size_t DK>
+concept w_q_cols_equal_heads_times_d_k = Cols == Heads * DK;
+template <std::size_t Rows, std::size_t KDim>
+concept w_k_rows_equal_kdim = Rows == KDim;
+template <std::size_t Cols, std::size_t KVHeads, std::size_t DK>
+concept w_k_cols_equal_kv_heads_times_d_k = Cols == KVHeads * DK;
+template <std::size_t Rows, std::size_t VDim>
+concept w_v_rows_equal_vdim = Rows == VDim;
+template <std::size_t Cols, std::size_t KVHeads, std::size_t DV>
+concept w_v_cols_equal_kv_heads_times_d_v = Cols == KVHeads * DV;
+template <std::size_t Rows, std::size_t Heads, std::size_t DV>
+concept w_o_rows_equal_heads_times_d_v = Rows == Heads * DV;
+template <std::size_t Cols, std::size_t DModel>
+concept w_o_cols_equal_d_model = Cols == DModel;
+
+/// x·W: the width of x is the number of rows of W.
+template <std::size_t InputWidth, std::size_t WeightRows>
+concept input_width_equals_weight_rows = InputWidth == WeightRows;
+/// x·W + b: b has one entry per column of W.
+template <std::size_t BiasLength, std::size_t WeightCols>
+concept bias_length_equals_weight_cols = BiasLength == WeightCols;
+/// Per-head weights (h, d_in, d_k) applied to split input (B, h, S, d_in): same h.
+template <std::size_t WeightHeads, std::size_t InputHeads>
+concept weight_heads_equal_input_heads = WeightHeads == InputHeads;
+
+// --- Heads, scores, masks -------------------------------------------------------------
+
+/// split_heads<H>(x): H divides the width of x.
+template <std::size_t Width, std::size_t Heads>
+concept heads_divide_width = Heads != 0 && Width % Heads == 0;
+/// Q·Kᵀ: queries and keys have the same per-head width d_k.
+template <std::size_t QWidth, std::size_t KWidth>
+concept q_and_k_head_widths_agree = QWidth == KWidth;
+/// Q·Kᵀ and P·V: the key/value heads divide the query heads.
+template <std::size_t QueryHeads, std::size_t KVHeads>
+concept kv_heads_divide_query_heads = KVHeads != 0 && QueryHeads % KVHeads == 0;
+/// P·V: as many values as keys.
+template <std::size_t KeyLength, std::size_t ValueLength>
+concept k_and_v_lengths_agree = extents_may_agree<KeyLength, ValueLength>;
+/// Operands of one expression have the same batch.
+template <std::size_t BatchA, std::size_t BatchB>
+concept batches_agree = extents_may_agree<BatchA, BatchB>;
+/// A (seq_q, seq_kv) mask has one row per query.
+template <std::size_t MaskRows, std::size_t SeqQ>
+concept mask_rows_equal_seq_q = extents_may_agree<MaskRows, SeqQ>;
+/// A (seq_q, seq_kv) mask has one column per key.
+template <std::size_t MaskCols, std::size_t SeqKV>
+concept mask_cols_equal_seq_kv = extents_may_agree<MaskCols, SeqKV>;
+/// A (batch, seq_kv) key padding mask has one entry per key.
+template <std::size_t PaddingLength, std::size_t SeqKV>
+concept padding_length_equals_seq_kv = extents_may_agree<PaddingLength, SeqKV>;
+/// A (batch, seq_kv) key padding mask has one row per batch item.
+template <std::size_t PaddingBatch, std::size_t Batch>
+concept padding_batch_equals_batch = extents_may_agree<PaddingBatch, Batch>;
+
+// --- Named axes -----------------------------------------------------------------------
+
+/// An activation: (batch, seq, model).
+template <class S>
+concept axes_are_batch_seq_model = shape_has_axes<S, batch, seq, model>;
+/// Split heads: (batch, head, seq, head_dim).
+template <class S>
+concept axes_are_batch_head_seq_head_dim = shape_has_axes<S, batch, head, seq, head_dim>;
+/// Scores or attention weights: (batch, head, seq_q, seq_kv).
+template <class S>
+concept axes_are_batch_head_seq_seq = shape_has_axes<S, batch, head, seq, seq>;
+/// A projection input: (batch, seq, model), or split heads (batch, head, seq, head_dim).
+template <class S>
+concept axes_are_an_activation_or_split_heads =
+    axes_are_batch_seq_model<S> || axes_are_batch_head_seq_head_dim<S>;
+/// A projection weight: stacked (model, model), or per head (head, model, head_dim).
+template <class S>
+concept axes_are_a_stacked_or_per_head_weight =
+    shape_has_axes<S, model, model> || shape_has_axes<S, head, model, head_dim>;
+/// A (seq_q, seq_kv) boolean or additive mask.
+template <class S>
+concept axes_are_seq_seq = shape_has_axes<S, seq, seq>;
+/// A key padding mask: (batch, seq_kv).
+template <class S>
+concept axes_are_batch_seq = shape_has_axes<S, batch, seq>;
+
+// --- Values ---------------------------------------------------------------------------
+
+/// Every operand of an expression has the same value type.
+template <class A, class B>
+concept value_types_agree = std::is_same_v<A, B>;
+/// argus computes in float or double.
+template <class T>
+concept value_type_is_float_or_double = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+}  // namespace argus

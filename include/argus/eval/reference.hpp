@@ -1,0 +1,227 @@
+// argus/eval/reference.hpp -- evaluation layer: the plain double-precision reference.
+//
+//     argus::tensor<double, S> r = argus::evaluate_reference(expr);
+//
+// Straight loops in double over every node, written for obviousness rather than speed,
+// and sharing no code with the unfused or fused evaluators: tests compare both against it.
+// Masked logits are -infinity; a row whose logits are all -infinity is all zeros.
+#pragma once
+
+#include <argus/expr/attention.hpp>
+#include <argus/tensor/tensor.hpp>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace argus {
+namespace detail::reference {
+
+/// A dense row-major double array of rank R.
+template <std::size_t R>
+struct value {
+  std::array<std::size_t, R> ext{};
+  std::vector<double> data;
+  std::size_t index(const std::array<std::size_t, R>& c) const {
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < R; ++i) off = off * ext[i] + c[i];
+    return off;
+  }
+  template <class... I>
+  double& at(I... i) {
+    return data[index({std::size_t(i)...})];
+  }
+  template <class... I>
+  double at(I... i) const {
+    return data[index({std::size_t(i)...})];
+  }
+};
+
+template <std::size_t R>
+value<R> make(const std::array<std::size_t, R>& ext) {
+  std::size_t n = 1;
+  for (auto e : ext) n *= e;
+  return {ext, std::vector<double>(n, 0.0)};
+}
+
+struct evaluator {
+  template <class T, Shape S>
+  static value<S::rank()> eval(const leaf<T, S>& e) {
+    value<S::rank()> r = make<S::rank()>(e.view.shape().extents());
+    std::array<std::size_t, S::rank()> c{};
+    for (std::size_t n = 0; n < r.data.size(); ++n) {
+      std::size_t off = 0;
+      for (std::size_t i = 0; i < S::rank(); ++i) off += c[i] * e.view.stride(i);
+      r.data[n] = static_cast<double>(e.view.data()[off]);
+      for (std::size_t i = S::rank(); i-- > 0;) {  // next coordinate, row-major order
+        if (++c[i] < r.ext[i]) break;
+        c[i] = 0;
+      }
+    }
+    return r;
+  }
+
+  template <class X, class W, class B>
+  static value<projection<X, W, B>::shape_type::rank()> eval(const projection<X, W, B>& e) {
+    using node = projection<X, W, B>;
+    const auto x = eval(e.x);
+    const auto w = eval(e.w);
+    auto r = make<node::shape_type::rank()>(e.shape().extents());
+    std::vector<double> bias;
+    if constexpr (node::has_bias) bias = eval(e.b).data;
+    if constexpr (!node::per_head) {
+      for (std::size_t b = 0; b < r.ext[0]; ++b)
+        for (std::size_t s = 0; s < r.ext[1]; ++s)
+          for (std::size_t j = 0; j < r.ext[2]; ++j) {
+            double acc = bias.empty() ? 0.0 : bias[j];
+            for (std::size_t p = 0; p < x.ext[2]; ++p) acc += x.at(b, s, p) * w.at(p, j);
+            r.at(b, s, j) = acc;
+          }
+    } else {
+      for (std::size_t b = 0; b < r.ext[0]; ++b)
+        for (std::size_t h = 0; h < r.ext[1]; ++h)
+          for (std::size_t s = 0; s < r.ext[2]; ++s)
+            for (std::size_t j = 0; j < r.ext[3]; ++j) {
+              double acc = bias.empty() ? 0.0 : bias[h * r.ext[3] + j];
+              for (std::size_t p = 0; p < w.ext[1]; ++p) {
+                double xv;
+                if constexpr (node::split_input)
+                  xv = x.at(b, h, s, p);
+                else
+                  xv = x.at(b, s, p);
+                acc += xv * w.at(h, p, j);
+              }
+              r.at(b, h, s, j) = acc;
+            }
+    }
+    return r;
+  }
+
+  template <std::size_t H, class X>
+  static value<4> eval(const split_heads_node<H, X>& e) {
+    const auto x = eval(e.x);
+    auto r = make<4>(e.shape().extents());
+    for (std::size_t b = 0; b < r.ext[0]; ++b)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t s = 0; s < r.ext[2]; ++s)
+          for (std::size_t j = 0; j < r.ext[3]; ++j)
+            r.at(b, h, s, j) = x.at(b, s, h * r.ext[3] + j);
+    return r;
+  }
+
+  template <class X>
+  static value<3> eval(const merge_heads_node<X>& e) {
+    const auto x = eval(e.x);
+    auto r = make<3>(e.shape().extents());
+    for (std::size_t b = 0; b < x.ext[0]; ++b)
+      for (std::size_t h = 0; h < x.ext[1]; ++h)
+        for (std::size_t s = 0; s < x.ext[2]; ++s)
+          for (std::size_t j = 0; j < x.ext[3]; ++j)
+            r.at(b, s, h * x.ext[3] + j) = x.at(b, h, s, j);
+    return r;
+  }
+
+  template <class Q, class K>
+  static value<4> eval(const scores_node<Q, K>& e) {
+    const auto q = eval(e.q);
+    const auto k = eval(e.k);
+    auto r = make<4>(e.shape().extents());
+    const std::size_t group = q.ext[1] / k.ext[1];
+    for (std::size_t b = 0; b < r.ext[0]; ++b)
+      for (std::size_t h = 0; h < r.ext[1]; ++h)
+        for (std::size_t i = 0; i < r.ext[2]; ++i)
+          for (std::size_t j = 0; j < r.ext[3]; ++j) {
+            double acc = 0;
+            for (std::size_t p = 0; p < q.ext[3]; ++p)
+              acc += q.at(b, h, i, p) * k.at(b, h / group, j, p);
+            r.at(b, h, i, j) = acc * static_cast<double>(e.scale);
+          }
+    return r;
+  }
+
+  static bool ignored(const causal_mask&, std::size_t, std::size_t i, std::size_t j) {
+    return j > i;
+  }
+  template <class M, class S>
+  static bool ignored(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t j) {
+    return m.keys.view(b, j) != 0;
+  }
+  template <class M, class S>
+  static bool ignored(const ignore_mask<M, S>& m, std::size_t, std::size_t i, std::size_t j) {
+    return m.pairs.view(i, j) != 0;
+  }
+  template <class T, class S>
+  static bool ignored(const additive_mask<T, S>&, std::size_t, std::size_t, std::size_t) {
+    return false;
+  }
+  static double added(const auto&, std::size_t, std::size_t) { return 0.0; }
+  template <class T, class S>
+  static double added(const additive_mask<T, S>& m, std::size_t i, std::size_t j) {
+    return static_cast<double>(m.values.view(i, j));
+  }
+
+  template <class E, class M>
+  static value<4> eval(const masked_node<E, M>& e) {
+    auto r = eval(e.scores);
+    for (std::size_t b = 0; b < r.ext[0]; ++b)
+      for (std::size_t h = 0; h < r.ext[1]; ++h)
+        for (std::size_t i = 0; i < r.ext[2]; ++i)
+          for (std::size_t j = 0; j < r.ext[3]; ++j) {
+            double& x = r.at(b, h, i, j);
+            x = ignored(e.mask, b, i, j) ? -std::numeric_limits<double>::infinity()
+                                         : x + added(e.mask, i, j);
+          }
+    return r;
+  }
+
+  template <class E>
+  static value<4> eval(const softmax_node<E>& e) {
+    auto r = eval(e.scores);
+    const std::size_t n = r.ext[3];
+    for (std::size_t row = 0; row * n < r.data.size(); ++row) {
+      double* x = r.data.data() + row * n;
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::size_t j = 0; j < n; ++j) m = std::max(m, x[j]);
+      if (m == -std::numeric_limits<double>::infinity()) {
+        for (std::size_t j = 0; j < n; ++j) x[j] = 0.0;
+        continue;
+      }
+      double sum = 0;
+      for (std::size_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - m));
+      for (std::size_t j = 0; j < n; ++j) x[j] /= sum;
+    }
+    return r;
+  }
+
+  template <class P, class V>
+  static value<4> eval(const attend_node<P, V>& e) {
+    const auto p = eval(e.weights);
+    const auto v = eval(e.v);
+    auto r = make<4>(e.shape().extents());
+    const std::size_t group = p.ext[1] / v.ext[1];
+    for (std::size_t b = 0; b < r.ext[0]; ++b)
+      for (std::size_t h = 0; h < r.ext[1]; ++h)
+        for (std::size_t i = 0; i < r.ext[2]; ++i)
+          for (std::size_t j = 0; j < r.ext[3]; ++j) {
+            double acc = 0;
+            for (std::size_t k = 0; k < p.ext[3]; ++k)
+              acc += p.at(b, h, i, k) * v.at(b, h / group, k, j);
+            r.at(b, h, i, j) = acc;
+          }
+    return r;
+  }
+};
+
+}  // namespace detail::reference
+
+/// The value of e computed in double precision with plain loops, for tests.
+template <Expression E>
+tensor<double, typename E::shape_type> evaluate_reference(const E& e) {
+  const auto v = detail::reference::evaluator::eval(e);
+  tensor<double, typename E::shape_type> out(e.shape());
+  std::copy(v.data.begin(), v.data.end(), out.data());
+  return out;
+}
+
+}  // namespace argus

@@ -1,0 +1,225 @@
+// argus/eval/unfused.hpp -- evaluation layer: the unfused evaluator, the specification.
+//
+// Evaluates every node in order and materialises its result: the projections, the split
+// copies, the (seq_q × seq_kv) scores of every head, the masked scores, the softmax, the
+// weighted sums and the merged heads. It is a fair baseline, not a naive one: products go
+// through the cache-blocked, register-blocked kernel::gemm, rows of softmax through the
+// vectorised kernel::softmax_rows, and independent (batch, head) pairs or row blocks are
+// spread over argus::num_threads() threads, so fused-vs-unfused measures fusion only.
+//
+// unfused_step(e, ev) evaluates one node whose operands are evaluated with ev, the caller's
+// evaluator: under the fused policy, sub-trees that match a fused pattern still fuse.
+#pragma once
+
+#include <argus/eval/materialized.hpp>
+#include <argus/expr/attention.hpp>
+#include <argus/kernel/gemm.hpp>
+#include <argus/kernel/parallel.hpp>
+#include <argus/kernel/softmax_rows.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace argus::detail {
+
+/// Rows per parallel task in row-blocked products.
+inline constexpr std::size_t rows_per_task = 64;
+
+/// A row-major, unit-stride copy of v if v is not already one (kernels need unit stride).
+template <class T, Shape S>
+materialized<T, S> contiguous(materialized<T, S>&& m) {
+  if (m.view.layout().is_row_major()) return std::move(m);
+  auto r = allocate<T>(m.view.shape());
+  T* out = r.mutable_data();
+  const auto& v = m.view;
+  if constexpr (S::rank() == 3) {
+    for (std::size_t a = 0; a < v.extent(0); ++a)
+      for (std::size_t b = 0; b < v.extent(1); ++b)
+        for (std::size_t c = 0; c < v.extent(2); ++c) *out++ = v(a, b, c);
+  } else if constexpr (S::rank() == 4) {
+    for (std::size_t a = 0; a < v.extent(0); ++a)
+      for (std::size_t b = 0; b < v.extent(1); ++b)
+        for (std::size_t c = 0; c < v.extent(2); ++c)
+          for (std::size_t d = 0; d < v.extent(3); ++d) *out++ = v(a, b, c, d);
+  } else {
+    static_assert(S::rank() <= 2, "argus: contiguous() handles ranks up to 4");
+    for (std::size_t i = 0; i < v.size(); ++i) *out++ = v.data()[i];  // rank 1/2 leaves are row-major
+  }
+  return r;
+}
+
+// --- leaves ---------------------------------------------------------------------------
+
+template <class T, Shape S, class Ev>
+materialized<std::remove_const_t<T>, S> unfused_step(const leaf<T, S>& e, const Ev&) {
+  return borrow<std::remove_const_t<T>>(tensor_view<const std::remove_const_t<T>, S>(e.view));
+}
+
+// --- x·W + b ----------------------------------------------------------------------------
+
+template <class X, class W, class B, class Ev>
+auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
+  using T = typename X::value_type;
+  using node = projection<X, W, B>;
+  auto x = contiguous(ev(e.x));
+  auto w = contiguous(ev(e.w));
+  const T* bias = nullptr;
+  materialized<T, typename std::conditional_t<node::has_bias, B, X>::shape_type> bm;
+  if constexpr (node::has_bias) {
+    bm = contiguous(ev(e.b));
+    bias = bm.view.data();
+  }
+  auto r = allocate<T>(e.shape());
+  T* out = r.mutable_data();
+  const T* xp = x.view.data();
+  const T* wp = w.view.data();
+  if constexpr (!node::per_head) {
+    // (B*S, Din)·(Din, Dout): one product over all rows, split into row blocks.
+    const std::size_t rows = x.view.extent(0) * x.view.extent(1);
+    const std::size_t din = x.view.extent(2), dout = r.view.extent(2);
+    const std::size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
+    kernel::parallel_for(tasks, [&](std::size_t t, std::size_t) {
+      const std::size_t r0 = t * rows_per_task, m = std::min(rows_per_task, rows - r0);
+      kernel::gemm_nn<T>(m, dout, din, T(1), xp + r0 * din, din, wp, dout, out + r0 * dout, dout,
+                         bias);
+    });
+  } else {
+    // Per head h: x (or x's head h) (S, Din) · W[h] (Din, DK) -> out[b][h] (S, DK).
+    const std::size_t batch = r.view.extent(0), heads = r.view.extent(1);
+    const std::size_t seq = r.view.extent(2), dk = r.view.extent(3);
+    const std::size_t din = w.view.extent(1);
+    kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
+      const std::size_t b = t / heads, h = t % heads;
+      const T* xs = node::split_input ? xp + (b * heads + h) * seq * din : xp + b * seq * din;
+      kernel::gemm_nn<T>(seq, dk, din, T(1), xs, din, wp + h * din * dk, dk,
+                         out + (b * heads + h) * seq * dk, dk, bias ? bias + h * dk : nullptr);
+    });
+  }
+  return r;
+}
+
+// --- split and merge heads: materialised copies ----------------------------------------
+
+template <std::size_t H, class X, class Ev>
+auto unfused_step(const split_heads_node<H, X>& e, const Ev& ev) {
+  auto x = ev(e.x);
+  const auto v = split_heads_view<H>(x.view);
+  return contiguous(borrow<typename X::value_type>(v));
+}
+
+template <class X, class Ev>
+auto unfused_step(const merge_heads_node<X>& e, const Ev& ev) {
+  using T = typename X::value_type;
+  auto x = ev(e.x);
+  auto r = allocate<T>(e.shape());
+  T* out = r.mutable_data();
+  const auto& v = x.view;
+  const std::size_t batch = v.extent(0), heads = v.extent(1), seq = v.extent(2), d = v.extent(3);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t s = 0; s < seq; ++s)
+      for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t j = 0; j < d; ++j) *out++ = v(b, h, s, j);
+  return r;
+}
+
+// --- scores, masks, softmax, weighted sum ----------------------------------------------
+
+template <class Q, class K, class Ev>
+auto unfused_step(const scores_node<Q, K>& e, const Ev& ev) {
+  using T = typename Q::value_type;
+  auto q = contiguous(ev(e.q));
+  auto k = contiguous(ev(e.k));
+  auto r = allocate<T>(e.shape());
+  const std::size_t batch = q.view.extent(0), heads = q.view.extent(1), sq = q.view.extent(2);
+  const std::size_t dk = q.view.extent(3), kvh = k.view.extent(1), skv = k.view.extent(2);
+  const std::size_t group = heads / kvh;
+  T* out = r.mutable_data();
+  kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
+    const std::size_t b = t / heads, h = t % heads, g = h / group;
+    kernel::gemm_nt<T>(sq, skv, dk, e.scale, q.view.data() + t * sq * dk, dk,
+                       k.view.data() + (b * kvh + g) * skv * dk, dk, out + t * sq * skv, skv);
+  });
+  return r;
+}
+
+/// The scores as a writable, owned, row-major result (copied if they are borrowed).
+template <class T, Shape S>
+materialized<T, S> owned(materialized<T, S>&& m) {
+  m = contiguous(std::move(m));
+  if (m.owns_storage()) return std::move(m);
+  auto r = allocate<T>(m.view.shape());
+  std::copy_n(m.view.data(), m.view.size(), r.mutable_data());
+  return r;
+}
+
+template <class T>
+void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const causal_mask&) {
+  for (std::size_t j = i + 1; j < skv; ++j) row[j] = -std::numeric_limits<T>::infinity();
+  (void)b;
+}
+template <class T, class M, class S>
+void apply_mask_row(T* row, std::size_t b, std::size_t, std::size_t skv,
+                    const ignore_keys_mask<M, S>& m) {
+  for (std::size_t j = 0; j < skv; ++j)
+    if (m.keys.view(b, j)) row[j] = -std::numeric_limits<T>::infinity();
+}
+template <class T, class M, class S>
+void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv, const ignore_mask<M, S>& m) {
+  for (std::size_t j = 0; j < skv; ++j)
+    if (m.pairs.view(i, j)) row[j] = -std::numeric_limits<T>::infinity();
+}
+template <class T, class S>
+void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv,
+                    const additive_mask<T, S>& m) {
+  for (std::size_t j = 0; j < skv; ++j) row[j] += m.values.view(i, j);
+}
+
+template <class E, class M, class Ev>
+auto unfused_step(const masked_node<E, M>& e, const Ev& ev) {
+  auto s = owned(ev(e.scores));
+  using T = typename E::value_type;
+  const std::size_t batch = s.view.extent(0), heads = s.view.extent(1);
+  const std::size_t sq = s.view.extent(2), skv = s.view.extent(3);
+  T* p = s.mutable_data();
+  kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
+    for (std::size_t i = 0; i < sq; ++i)
+      apply_mask_row(p + (t * sq + i) * skv, t / heads, i, skv, e.mask);
+  });
+  return s;
+}
+
+template <class E, class Ev>
+auto unfused_step(const softmax_node<E>& e, const Ev& ev) {
+  auto s = owned(ev(e.scores));
+  const std::size_t planes = s.view.extent(0) * s.view.extent(1);
+  const std::size_t sq = s.view.extent(2), skv = s.view.extent(3);
+  auto* p = s.mutable_data();
+  kernel::parallel_for(planes, [&](std::size_t t, std::size_t) {
+    kernel::softmax_rows(p + t * sq * skv, sq, skv, skv);
+  });
+  return s;
+}
+
+template <class P, class V, class Ev>
+auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
+  using T = typename P::value_type;
+  auto p = contiguous(ev(e.weights));
+  auto v = contiguous(ev(e.v));
+  auto r = allocate<T>(e.shape());
+  const std::size_t batch = p.view.extent(0), heads = p.view.extent(1), sq = p.view.extent(2);
+  const std::size_t skv = p.view.extent(3), kvh = v.view.extent(1), dv = v.view.extent(3);
+  const std::size_t group = heads / kvh;
+  T* out = r.mutable_data();
+  kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
+    const std::size_t b = t / heads, g = (t % heads) / group;
+    kernel::gemm_nn<T>(sq, dv, skv, T(1), p.view.data() + t * sq * skv, skv,
+                       v.view.data() + (b * kvh + g) * skv * dv, dv, out + t * sq * dv, dv);
+  });
+  return r;
+}
+
+}  // namespace argus::detail

@@ -1,0 +1,150 @@
+// argus/expr/attention.hpp -- expression layer: the multi-head attention module.
+//
+//     argus::multi_head_attention<512, 8> mha;          // d_model 512, 8 heads, d_k = d_v = 64
+//     auto y = mha.forward(x);                          // an expression; evaluate it (eval/)
+//
+// The module holds the weights in the paper's x-times-W convention (stacked: W_q is
+// (d_model, h·d_k), head i owns columns [i·d_k, (i+1)·d_k)) and builds its forward pass from
+// the expressions of expr/, which stay usable alone:
+//     out = merge_heads(attend(softmax(mask(scores(split_heads<H>(x_q·W_q + b_q),
+//                                                   split_heads<G>(x_k·W_k + b_k)), masks...)),
+//                              split_heads<G>(x_v·W_v + b_v)))·W_o + b_o
+#pragma once
+
+#include <argus/diagnostics/relations.hpp>
+#include <argus/expr/attend.hpp>
+#include <argus/expr/mask.hpp>
+#include <argus/expr/merge_heads.hpp>
+#include <argus/expr/projection.hpp>
+#include <argus/expr/scores.hpp>
+#include <argus/expr/softmax.hpp>
+#include <argus/expr/split_heads.hpp>
+#include <argus/tensor/tensor.hpp>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace argus {
+
+/// Options of a multi_head_attention module; 0 means "the default", as noted.
+struct mha_options {
+  std::size_t kv_heads = 0;  ///< key/value heads (grouped-query attention); 0: = heads
+  std::size_t d_k = 0;       ///< query/key width per head; 0: d_model / heads
+  std::size_t d_v = 0;       ///< value width per head; 0: = d_k
+  std::size_t kdim = 0;      ///< width of the key input; 0: = d_model
+  std::size_t vdim = 0;      ///< width of the value input; 0: = d_model
+  bool bias = true;          ///< the four projections add a bias
+};
+
+namespace detail {
+template <std::size_t DModel, std::size_t Heads, mha_options O>
+struct mha_dims {
+  static constexpr std::size_t heads = Heads;
+  static constexpr std::size_t kv_heads = O.kv_heads ? O.kv_heads : Heads;
+  static constexpr bool d_k_derived = O.d_k == 0;
+  static constexpr std::size_t d_k = O.d_k ? O.d_k : (Heads ? DModel / Heads : 0);
+  static constexpr std::size_t d_v = O.d_v ? O.d_v : d_k;
+  static constexpr std::size_t kdim = O.kdim ? O.kdim : DModel;
+  static constexpr std::size_t vdim = O.vdim ? O.vdim : DModel;
+};
+struct absent_bias {};
+}  // namespace detail
+
+/// Multi-head attention with DModel-wide inputs and Heads heads, value type T.
+template <std::size_t DModel, std::size_t Heads, mha_options Options = mha_options{},
+          class T = float>
+  requires width_is_positive<DModel> && width_is_positive<Heads> &&
+           (!detail::mha_dims<DModel, Heads, Options>::d_k_derived ||
+            heads_divide_d_model<DModel, Heads>) &&
+           kv_heads_divide_heads<Heads, detail::mha_dims<DModel, Heads, Options>::kv_heads> &&
+           value_type_is_float_or_double<T>
+class multi_head_attention {
+  using dims = detail::mha_dims<DModel, Heads, Options>;
+
+ public:
+  using value_type = T;
+  static constexpr std::size_t d_model = DModel;
+  static constexpr std::size_t heads = Heads;
+  static constexpr std::size_t kv_heads = dims::kv_heads;
+  static constexpr std::size_t d_k = dims::d_k;
+  static constexpr std::size_t d_v = dims::d_v;
+  static constexpr std::size_t kdim = dims::kdim;
+  static constexpr std::size_t vdim = dims::vdim;
+  static constexpr bool has_bias = Options.bias;
+
+  template <class S> using bias_tensor = std::conditional_t<has_bias, tensor<T, S>, detail::absent_bias>;
+
+  tensor<T, shape<model<d_model>, model<heads * d_k>>> w_q;         // (D_MODEL,H*D_K)
+  tensor<T, shape<model<kdim>, model<kv_heads * d_k>>> w_k;         // (KDIM,G*D_K)
+  tensor<T, shape<model<vdim>, model<kv_heads * d_v>>> w_v;         // (VDIM,G*D_V)
+  tensor<T, shape<model<heads * d_v>, model<d_model>>> w_o;         // (H*D_V,D_MODEL)
+  [[no_unique_address]] bias_tensor<shape<model<heads * d_k>>> b_q;     // (H*D_K)
+  [[no_unique_address]] bias_tensor<shape<model<kv_heads * d_k>>> b_k;  // (G*D_K)
+  [[no_unique_address]] bias_tensor<shape<model<kv_heads * d_v>>> b_v;  // (G*D_V)
+  [[no_unique_address]] bias_tensor<shape<model<d_model>>> b_o;         // (D_MODEL)
+
+  /// Attention of queries x_q to keys x_k and values x_v (batch, seq, width), with masks.
+  /// The module must outlive the expression: it holds the weights by reference.
+  template <Operand XQ, Operand XK, Operand XV, Mask... Ms>
+    requires axes_are_batch_seq_model<shape_of<XQ>> && axes_are_batch_seq_model<shape_of<XK>> &&
+             axes_are_batch_seq_model<shape_of<XV>> &&
+             value_types_agree<value_type_of<XQ>, T> &&
+             query_width_equals_d_model<extent_of<XQ, 2>, d_model> &&
+             key_width_equals_kdim<extent_of<XK, 2>, kdim> &&
+             value_width_equals_vdim<extent_of<XV, 2>, vdim> &&
+             k_and_v_lengths_agree<extent_of<XK, 1>, extent_of<XV, 1>>
+  auto forward(XQ&& x_q, XK&& x_k, XV&& x_v, const Ms&... masks) const {
+    auto q = split_heads<heads>(projected(std::forward<XQ>(x_q), w_q, b_q));
+    auto k = split_heads<kv_heads>(projected(std::forward<XK>(x_k), w_k, b_k));
+    auto v = split_heads<kv_heads>(projected(std::forward<XV>(x_v), w_v, b_v));
+    auto s = [&] {
+      if constexpr (sizeof...(Ms) == 0) return scores(q, k);
+      else return mask(scores(q, k), masks...);
+    }();
+    return projected(merge_heads(attend(softmax(s), v)), w_o, b_o);
+  }
+
+  /// Self-attention: forward(x, x, x, masks...).
+  template <Operand X, Mask... Ms>
+  auto forward(X&& x, const Ms&... masks) const -> decltype(this->forward(x, x, x, masks...)) {
+    return forward(x, x, x, masks...);
+  }
+
+ private:
+  template <class X, class W, class B>
+  static auto projected(X&& x, const W& w, const B& b) {
+    if constexpr (has_bias) return project(std::forward<X>(x), w, b);
+    else return project(std::forward<X>(x), w);
+  }
+};
+
+namespace detail {
+template <class E> struct find_softmax { static constexpr bool found = false; };
+template <class E> struct find_softmax<softmax_node<E>> {
+  static constexpr bool found = true;
+  static const softmax_node<E>& get(const softmax_node<E>& n) { return n; }
+};
+template <class P, class V> struct find_softmax<attend_node<P, V>> : find_softmax<P> {
+  static decltype(auto) get(const attend_node<P, V>& n) { return find_softmax<P>::get(n.weights); }
+};
+template <class X> struct find_softmax<merge_heads_node<X>> : find_softmax<X> {
+  static decltype(auto) get(const merge_heads_node<X>& n) { return find_softmax<X>::get(n.x); }
+};
+template <class X, class W, class B> struct find_softmax<projection<X, W, B>> : find_softmax<X> {
+  static decltype(auto) get(const projection<X, W, B>& n) { return find_softmax<X>::get(n.x); }
+};
+}  // namespace detail
+
+/// True when attention_weights(e) exists: e ends in attend(softmax(...), v).
+template <class E>
+concept expression_has_attention_weights = detail::find_softmax<E>::found;
+
+/// The softmax sub-expression (batch, head, seq_q, seq_kv) of an attention expression:
+/// evaluate it to export the per-head attention weights.
+template <Expression E>
+  requires expression_has_attention_weights<E>
+constexpr auto attention_weights(const E& e) {
+  return detail::find_softmax<E>::get(e);
+}
+
+}  // namespace argus

@@ -1,0 +1,75 @@
+// argus/expr/node.hpp -- expression layer: the Expression concept and how operands are held.
+//
+// A node holds its operands and states its result shape as a type (shape_type) and as a
+// value with the run-time extents (shape()). It has no loops: evaluators (eval/) give it
+// meaning. Nodes opt in with `static constexpr bool is_expression = true;`.
+//
+// Operands are held by value. A tensor_view is a value; an owning argus::tensor becomes a
+// leaf holding a view of it, that is, a reference: the tensor must outlive the expression.
+// A temporary tensor is rejected at compile time for that reason.
+#pragma once
+
+#include <argus/diagnostics/relations.hpp>
+#include <argus/shape/shape.hpp>
+#include <argus/tensor/tensor_concepts.hpp>
+
+#include <type_traits>
+#include <utility>
+
+namespace argus {
+
+/// An expression node: opted in, with a value type, a shape type, and a shape() value.
+template <class E>
+concept Expression = requires(const E& e) {
+  requires E::is_expression;
+  typename E::value_type;
+  typename E::shape_type;
+  { e.shape() } -> std::same_as<typename E::shape_type>;
+};
+
+/// A leaf: a tensor read through a view. Element type T is the value type, possibly const.
+template <class T, Shape S>
+struct leaf {
+  static constexpr bool is_expression = true;
+  using value_type = std::remove_const_t<T>;
+  using shape_type = S;
+  tensor_view<T, S> view;
+  constexpr S shape() const noexcept { return view.shape(); }
+};
+
+namespace detail {
+template <class X> struct dependent_false : std::false_type {};
+}  // namespace detail
+
+/// The expression for an operand: an expression as is, a tensor or view as a leaf.
+template <Expression E>
+constexpr E as_expression(const E& e) noexcept { return e; }
+template <class T, Shape S>
+constexpr leaf<const T, S> as_expression(const tensor_view<T, S>& v) noexcept { return {v}; }
+template <class T, Shape S>
+constexpr leaf<const T, S> as_expression(const tensor<T, S>& t) noexcept { return {t.view()}; }
+template <class T, Shape S>
+constexpr leaf<const T, S> as_expression(tensor<T, S>&& t) = delete;  // would dangle: see above
+
+/// Expressions hold owning tensors by reference, so a temporary tensor cannot be an operand.
+template <class X>
+concept operand_is_not_a_temporary_tensor = !(Tensor<X> && std::is_rvalue_reference_v<X&&>);
+
+/// Something an expression can take as an operand: an expression, a view, or a tensor lvalue.
+template <class X>
+concept Operand =
+    operand_is_not_a_temporary_tensor<X> && requires(X&& x) { as_expression(std::forward<X>(x)); };
+
+/// The expression type for operand X.
+template <Operand X>
+using expression_t = decltype(as_expression(std::declval<X>()));
+
+/// The result shape type and value type of an operand.
+template <Operand X> using shape_of = typename expression_t<X>::shape_type;
+template <Operand X> using value_type_of = typename expression_t<X>::value_type;
+
+/// Static extent I of operand X's shape.
+template <Operand X, std::size_t I>
+inline constexpr std::size_t extent_of = static_extent_v<shape_of<X>, I>;
+
+}  // namespace argus

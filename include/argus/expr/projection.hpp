@@ -1,0 +1,103 @@
+// argus/expr/projection.hpp -- expression layer: x·W + b, the paper's x-times-W projection.
+//
+// Three forms, told apart by the axes of the operands:
+//   stacked    x (B,S,model<Din>)          · W (model<Din>, model<Dout>)          -> (B,S,model<Dout>)
+//   per head   x (B,S,model<Din>)          · W (head<H>, model<Din>, head_dim<DK>) -> (B,H,S,head_dim<DK>)
+//   narrow     x (B,head<H>,S,head_dim<Din>) · W (head<H>, model<Din>, head_dim<DK>) -> (B,H,S,head_dim<DK>)
+// The narrow form is "each head projects only its d_model/h slice of x":
+// project(split_heads<H>(x), W). The bias is (model<Dout>) for a stacked weight and
+// (head<H>, head_dim<DK>) for a per-head one.
+#pragma once
+
+#include <argus/diagnostics/relations.hpp>
+#include <argus/expr/node.hpp>
+
+#include <cstddef>
+
+namespace argus {
+
+/// The absent bias of a projection.
+struct no_bias {};
+
+namespace detail {
+template <Shape X> inline constexpr std::size_t input_width = static_extent_v<X, X::rank() - 1>;
+template <Shape W> inline constexpr std::size_t weight_rows = static_extent_v<W, W::rank() - 2>;
+template <Shape W> inline constexpr std::size_t weight_cols = static_extent_v<W, W::rank() - 1>;
+template <Shape W> inline constexpr std::size_t weight_heads = W::rank() == 3 ? static_extent_v<W, 0> : 0;
+template <Shape X> inline constexpr std::size_t input_heads =
+    X::rank() == 4 ? static_extent_v<X, 1> : 0;
+
+template <class B> struct bias_length { static constexpr std::size_t value = 0; };
+template <Operand B> struct bias_length<B> { static constexpr std::size_t value = shape_of<B>::static_size(); };
+
+template <class X, class W> struct projection_shape;
+template <Shape X, Shape W>
+  requires(W::rank() == 2)
+struct projection_shape<X, W> {
+  using type = shape<axis_t<X, 0>, axis_t<X, 1>, model<weight_cols<W>>>;
+};
+template <Shape X, Shape W>
+  requires(W::rank() == 3)
+struct projection_shape<X, W> {
+  using type = shape<axis_t<X, 0>, head<static_extent_v<W, 0>>, axis_t<X, X::rank() - 2>,
+                     head_dim<weight_cols<W>>>;
+};
+
+// B is the deduced forwarding type (a reference for an lvalue tensor).
+template <class B> struct bias_expression { using type = no_bias; };
+template <Operand B> struct bias_expression<B> { using type = expression_t<B>; };
+}  // namespace detail
+
+template <Expression X, Expression W, class B>
+struct projection {
+  static constexpr bool is_expression = true;
+  using value_type = typename X::value_type;
+  using shape_type = typename detail::projection_shape<typename X::shape_type,
+                                                       typename W::shape_type>::type;
+  static constexpr bool per_head = W::shape_type::rank() == 3;
+  static constexpr bool split_input = X::shape_type::rank() == 4;
+  static constexpr bool has_bias = !std::is_same_v<B, no_bias>;
+
+  X x;
+  W w;
+  B b;
+
+  shape_type shape() const {
+    const auto xs = x.shape();
+    if constexpr (per_head)
+      return shape_type::from_extents({xs.extent(0), static_extent_v<shape_type, 1>,
+                                       xs.extent(X::shape_type::rank() - 2),
+                                       static_extent_v<shape_type, 3>});
+    else
+      return shape_type::from_extents({xs.extent(0), xs.extent(1), static_extent_v<shape_type, 2>});
+  }
+};
+
+/// x·W + b (b optional). See the header comment for the three forms.
+template <Operand X, Operand W, class B = no_bias>
+  requires axes_are_an_activation_or_split_heads<shape_of<X>> &&
+           axes_are_a_stacked_or_per_head_weight<shape_of<W>> &&
+           value_types_agree<value_type_of<X>, value_type_of<W>> &&
+           input_width_equals_weight_rows<detail::input_width<shape_of<X>>,
+                                          detail::weight_rows<shape_of<W>>> &&
+           (shape_of<X>::rank() == 3 ||
+            weight_heads_equal_input_heads<detail::weight_heads<shape_of<W>>,
+                                           detail::input_heads<shape_of<X>>>) &&
+           (std::is_same_v<std::remove_cvref_t<B>, no_bias> ||
+            (Operand<B> &&
+             bias_length_equals_weight_cols<
+                 detail::bias_length<B>::value,
+                 detail::weight_cols<shape_of<W>> *
+                     (shape_of<W>::rank() == 3 ? static_extent_v<shape_of<W>, 0> : 1)>))
+constexpr auto project(X&& x, W&& w, B&& b = {}) {
+  using BE = typename detail::bias_expression<B>::type;
+  if constexpr (std::is_same_v<BE, no_bias>)
+    return projection<expression_t<X>, expression_t<W>, no_bias>{
+        as_expression(std::forward<X>(x)), as_expression(std::forward<W>(w)), no_bias{}};
+  else
+    return projection<expression_t<X>, expression_t<W>, BE>{as_expression(std::forward<X>(x)),
+                                                             as_expression(std::forward<W>(w)),
+                                                             as_expression(std::forward<B>(b))};
+}
+
+}  // namespace argus

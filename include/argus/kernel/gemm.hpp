@@ -1,0 +1,203 @@
+// argus/kernel/gemm.hpp -- kernel layer: the cache- and register-blocked matrix product.
+//
+// gemm_nn:  C(m x n) = alpha * A(m x k) * B(k x n)   [+ bias over rows] [+ C]
+// gemm_nt:  C(m x n) = alpha * A(m x k) * B(n x k)^T [+ bias over rows] [+ C]
+// Every projection and the unfused evaluator go through these. Single-threaded: callers
+// split rows of C across threads. Pointers and run-time extents only; no expression types.
+#pragma once
+
+#include "argus/kernel/gemm_microkernel.hpp"
+#include "argus/kernel/simd.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <type_traits>
+
+namespace argus::kernel {
+
+namespace detail {
+
+/// Packing buffers of one thread, allocated on first use and kept: one A sliver
+/// (mr x kc) and one B block (kc x nc). No heap traffic in the steady state.
+template <class T>
+struct gemm_buffers {
+  using tile = gemm_tile<T>;
+  static constexpr std::size_t a_size = tile::mr * tile::kc;
+  static constexpr std::size_t b_size = tile::kc * tile::nc;
+  T* a;
+  T* b;
+  gemm_buffers()
+      : a(static_cast<T*>(::operator new(a_size * sizeof(T), std::align_val_t{buffer_alignment}))),
+        b(static_cast<T*>(::operator new(b_size * sizeof(T), std::align_val_t{buffer_alignment}))) {}
+  ~gemm_buffers() {
+    ::operator delete(a, std::align_val_t{buffer_alignment});
+    ::operator delete(b, std::align_val_t{buffer_alignment});
+  }
+  gemm_buffers(const gemm_buffers&) = delete;
+  gemm_buffers& operator=(const gemm_buffers&) = delete;
+
+  static gemm_buffers& local() {
+    thread_local gemm_buffers buffers;
+    return buffers;
+  }
+};
+
+/// Splits `total` into ceil(total / block) nearly equal pieces, each at most `block`, so
+/// that no k block is a short remainder (k = 257 gives 129 + 128, not 256 + 1).
+inline std::size_t balanced_block(std::size_t total, std::size_t block) noexcept {
+  const std::size_t pieces = (total + block - 1) / block;
+  return (total + pieces - 1) / pieces;
+}
+
+/// A sliver: rows [0, rows) of `a` (row stride lda), columns [0, kc), into dst with row
+/// stride gemm_tile<T>::kc; rows [rows, mr) are zero.
+template <class T>
+inline void pack_a_sliver(std::size_t rows, std::size_t kc, const T* a, std::size_t lda,
+                          T* dst) noexcept {
+  using tile = gemm_tile<T>;
+  for (std::size_t i = 0; i < rows; ++i) std::memcpy(dst + i * tile::kc, a + i * lda, kc * sizeof(T));
+  for (std::size_t i = rows; i < tile::mr; ++i) std::memset(dst + i * tile::kc, 0, kc * sizeof(T));
+}
+
+/// B panel from row-major B(k x n): rows [0, kc), columns [0, cols) into dst(kc x nr);
+/// columns [cols, nr) are zero.
+template <class T>
+inline void pack_b_panel_n(std::size_t kc, std::size_t cols, const T* b, std::size_t ldb,
+                           T* dst) noexcept {
+  using V = simd<T>;
+  using tile = gemm_tile<T>;
+  if (cols == tile::nr) {
+    for (std::size_t p = 0; p < kc; ++p, b += ldb, dst += tile::nr)
+      unroll<tile::nv>([&](auto j) { V::load(b + j * V::width).store(dst + j * V::width); });
+  } else {
+    for (std::size_t p = 0; p < kc; ++p, b += ldb, dst += tile::nr) {
+      std::memcpy(dst, b, cols * sizeof(T));
+      std::memset(dst + cols, 0, (tile::nr - cols) * sizeof(T));
+    }
+  }
+}
+
+/// B panel from row-major B(n x k), read transposed: element (p, j) of the panel is
+/// b[j * ldb + p]. Columns [cols, nr) are zero.
+template <class T>
+inline void pack_b_panel_t(std::size_t kc, std::size_t cols, const T* b, std::size_t ldb,
+                           T* dst) noexcept {
+  using tile = gemm_tile<T>;
+  for (std::size_t j = 0; j < cols; ++j) {
+    const T* src = b + j * ldb;
+    for (std::size_t p = 0; p < kc; ++p) dst[p * tile::nr + j] = src[p];
+  }
+  for (std::size_t p = 0; p < kc && cols < tile::nr; ++p)
+    std::memset(dst + p * tile::nr + cols, 0, (tile::nr - cols) * sizeof(T));
+}
+
+/// C = (accumulate ? C : 0) + bias, the whole product when k == 0.
+template <class T>
+inline void gemm_empty_k(std::size_t m, std::size_t n, T* c, std::size_t ldc, const T* bias,
+                         bool accumulate) noexcept {
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      T v = bias ? bias[j] : T(0);
+      c[i * ldc + j] = accumulate ? c[i * ldc + j] + v : v;
+    }
+}
+
+/// A partial tile (rows < mr or cols < nr): computed whole into a local tile, then the
+/// valid part is combined with bias and C.
+template <class T>
+inline void gemm_edge_tile(std::size_t rows, std::size_t cols, std::size_t kc, const T* a,
+                           const T* b, T* c, std::size_t ldc, T alpha, const T* bias,
+                           bool load_c) noexcept {
+  using tile = gemm_tile<T>;
+  alignas(buffer_alignment) T out[tile::mr * tile::nr];
+  gemm_micro_kernel<T>(kc, a, b, out, tile::nr, alpha, nullptr, false);
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < cols; ++j) {
+      T v = out[i * tile::nr + j];
+      if (bias) v += bias[j];
+      if (load_c) v += c[i * ldc + j];
+      c[i * ldc + j] = v;
+    }
+}
+
+template <bool TransposedB, class T>
+void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+          const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias,
+          bool accumulate) {
+  using tile = gemm_tile<T>;
+  if (m == 0 || n == 0) return;
+  if (k == 0) return gemm_empty_k(m, n, c, ldc, bias, accumulate);
+
+  auto& buffers = gemm_buffers<T>::local();
+  const std::size_t kc_block = balanced_block(k, tile::kc);
+
+  for (std::size_t jc = 0; jc < n; jc += tile::nc) {
+    const std::size_t nc = std::min(tile::nc, n - jc);
+    for (std::size_t pc = 0; pc < k; pc += kc_block) {
+      const std::size_t kc = std::min(kc_block, k - pc);
+      // The first k block writes C (adding bias, and C itself if accumulating); the
+      // following ones add to it.
+      const bool first = pc == 0;
+      const bool load_c = !first || accumulate;
+      const T* block_bias = first && bias ? bias + jc : nullptr;
+
+      // Pack B(pc:pc+kc, jc:jc+nc) as nr-wide panels.
+      for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
+        const std::size_t cols = std::min(tile::nr, nc - jr);
+        T* dst = buffers.b + jr * kc;
+        if constexpr (TransposedB)
+          pack_b_panel_t(kc, cols, b + (jc + jr) * ldb + pc, ldb, dst);
+        else
+          pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, dst);
+      }
+
+      for (std::size_t ir = 0; ir < m; ir += tile::mr) {
+        const std::size_t rows = std::min(tile::mr, m - ir);
+        pack_a_sliver(rows, kc, a + ir * lda + pc, lda, buffers.a);
+        T* c_rows = c + ir * ldc + jc;
+        for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
+          const std::size_t cols = std::min(tile::nr, nc - jr);
+          const T* panel = buffers.b + jr * kc;
+          const T* tile_bias = block_bias ? block_bias + jr : nullptr;
+          if (rows == tile::mr && cols == tile::nr)
+            gemm_micro_kernel<T>(kc, buffers.a, panel, c_rows + jr, ldc, alpha, tile_bias, load_c);
+          else
+            gemm_edge_tile<T>(rows, cols, kc, buffers.a, panel, c_rows + jr, ldc, alpha,
+                              tile_bias, load_c);
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+concept gemm_element = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+}  // namespace detail
+
+/// C(m x n) = alpha * A(m x k) * B(k x n) [+ bias broadcast over rows] [+ C if accumulate].
+///
+/// Row-major with leading dimensions lda, ldb, ldc (elements between rows; columns are
+/// contiguous). bias is nullptr or n entries. When accumulate is false C is only written,
+/// never read. Pointers need no particular alignment. k == 0 gives C = bias (+ C).
+template <class T>
+  requires detail::gemm_element<T>
+void gemm_nn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+             const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias = nullptr,
+             bool accumulate = false) {
+  detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
+}
+
+/// As gemm_nn, with B given transposed: B is (n x k) row-major and C = alpha * A * B^T.
+/// This is the Q * K^T of attention scores.
+template <class T>
+  requires detail::gemm_element<T>
+void gemm_nt(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+             const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias = nullptr,
+             bool accumulate = false) {
+  detail::gemm<true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
+}
+
+}  // namespace argus::kernel

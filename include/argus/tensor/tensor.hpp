@@ -1,0 +1,72 @@
+// argus/tensor/tensor.hpp -- tensor layer: an owning, aligned, row-major tensor.
+//
+//     argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<512>>>
+//         x(2, 128);                                                  // (BATCH,SEQ,D_MODEL)
+//
+// Expressions hold owning tensors by reference: keep a tensor alive while an expression
+// that names it is in use, and assign results to a tensor, not to `auto` of an expression.
+#pragma once
+
+#include <argus/tensor/aligned_buffer.hpp>
+#include <argus/tensor/tensor_view.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
+#include <type_traits>
+
+namespace argus {
+
+template <class T, Shape S>
+class tensor {
+  static_assert(std::is_arithmetic_v<T> && !std::is_const_v<T>,
+                "argus::tensor<T, Shape> holds arithmetic values such as float, double, uint8_t");
+
+ public:
+  using value_type = T;
+  using shape_type = S;
+
+  /// A tensor whose extents are all static.
+  tensor() requires(S::rank_dynamic() == 0) : tensor(S{}) {}
+  /// From the run-time extents, in axis order; elements are zero.
+  template <class... I>
+    requires(sizeof...(I) == S::rank_dynamic() && sizeof...(I) > 0 &&
+             (std::is_convertible_v<I, std::size_t> && ...))
+  explicit tensor(I... dynamic) : tensor(S(dynamic...)) {}
+  /// From a shape object; elements are zero.
+  explicit tensor(const S& s) : shape_(s), buffer_(s.size()) {}
+
+  static constexpr std::size_t rank() noexcept { return S::rank(); }
+  const S& shape() const noexcept { return shape_; }
+  std::size_t extent(std::size_t i) const noexcept { return shape_.extent(i); }
+  std::size_t size() const noexcept { return buffer_.size(); }
+  T* data() noexcept { return buffer_.data(); }
+  const T* data() const noexcept { return buffer_.data(); }
+  T* begin() noexcept { return data(); }
+  T* end() noexcept { return data() + size(); }
+  const T* begin() const noexcept { return data(); }
+  const T* end() const noexcept { return data() + size(); }
+
+  tensor_view<T, S> view() noexcept { return {data(), shape_}; }
+  tensor_view<const T, S> view() const noexcept { return {data(), shape_}; }
+  operator tensor_view<T, S>() noexcept { return view(); }
+  operator tensor_view<const T, S>() const noexcept { return view(); }
+
+  template <class... I>
+    requires(sizeof...(I) == S::rank())
+  T& operator()(I... idx) noexcept { return data()[layout<S>::row_major(shape_)(idx...)]; }
+  template <class... I>
+    requires(sizeof...(I) == S::rank())
+  const T& operator()(I... idx) const noexcept {
+    return data()[layout<S>::row_major(shape_)(idx...)];
+  }
+
+  /// Sets every element to v.
+  void fill(T v) noexcept { std::fill(begin(), end(), v); }
+
+ private:
+  S shape_;
+  aligned_buffer<T> buffer_;
+};
+
+}  // namespace argus
