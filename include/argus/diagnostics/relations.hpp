@@ -58,6 +58,15 @@ concept w_o_rows_equal_heads_times_d_v = Rows == Heads * DV;
 template <std::size_t Cols, std::size_t DModel>
 concept w_o_cols_equal_d_model = Cols == DModel;
 
+template <std::size_t Length, std::size_t Heads, std::size_t DK>
+concept b_q_length_equals_heads_times_d_k = Length == Heads * DK;
+template <std::size_t Length, std::size_t KVHeads, std::size_t DK>
+concept b_k_length_equals_kv_heads_times_d_k = Length == KVHeads * DK;
+template <std::size_t Length, std::size_t KVHeads, std::size_t DV>
+concept b_v_length_equals_kv_heads_times_d_v = Length == KVHeads * DV;
+template <std::size_t Length, std::size_t DModel>
+concept b_o_length_equals_d_model = Length == DModel;
+
 /// x·W: the width of x is the number of rows of W.
 template <std::size_t InputWidth, std::size_t WeightRows>
 concept input_width_equals_weight_rows = InputWidth == WeightRows;
@@ -117,6 +126,9 @@ concept axes_are_an_activation_or_split_heads =
 template <class S>
 concept axes_are_a_stacked_or_per_head_weight =
     shape_has_axes<S, model, model> || shape_has_axes<S, head, model, head_dim>;
+/// A stacked weight of a module: (model, model).
+template <class S>
+concept axes_are_a_stacked_weight = shape_has_axes<S, model, model>;
 /// A (seq_q, seq_kv) boolean or additive mask.
 template <class S>
 concept axes_are_seq_seq = shape_has_axes<S, seq, seq>;

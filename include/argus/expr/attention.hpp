@@ -21,6 +21,7 @@
 #include <argus/expr/split_heads.hpp>
 #include <argus/tensor/tensor.hpp>
 
+#include <array>
 #include <cstddef>
 #include <type_traits>
 
@@ -48,6 +49,22 @@ struct mha_dims {
   static constexpr std::size_t vdim = O.vdim ? O.vdim : DModel;
 };
 struct absent_bias {};
+
+/// Copies the elements of v, in row-major order, into t (same number of elements).
+template <class T, Shape S, class U, Shape R>
+void copy_elements(const tensor_view<const T, S>& v, tensor<U, R>& t) {
+  U* out = t.data();
+  std::array<std::size_t, S::rank()> c{};
+  for (std::size_t n = 0; n < t.size(); ++n) {
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < S::rank(); ++i) off += c[i] * v.stride(i);
+    out[n] = v.data()[off];
+    for (std::size_t i = S::rank(); i-- > 0;) {
+      if (++c[i] < v.extent(i)) break;
+      c[i] = 0;
+    }
+  }
+}
 }  // namespace detail
 
 /// Multi-head attention with DModel-wide inputs and Heads heads, value type T.
@@ -82,6 +99,50 @@ class multi_head_attention {
   [[no_unique_address]] bias_tensor<shape<model<kv_heads * d_k>>> b_k;  // (G*D_K)
   [[no_unique_address]] bias_tensor<shape<model<kv_heads * d_v>>> b_v;  // (G*D_V)
   [[no_unique_address]] bias_tensor<shape<model<d_model>>> b_o;         // (D_MODEL)
+
+  /// Weights zero (and biases zero): fill w_q, w_k, w_v, w_o (and b_*) before use.
+  multi_head_attention() = default;
+
+  /// From the user's weights, copied: W_q (d_model, h·d_k), W_k (kdim, kv_heads·d_k),
+  /// W_v (vdim, kv_heads·d_v), W_o (h·d_v, d_model), each (model, model) in x-times-W form.
+  template <Operand WQ, Operand WK, Operand WV, Operand WO>
+    requires axes_are_a_stacked_weight<shape_of<WQ>> && axes_are_a_stacked_weight<shape_of<WK>> &&
+             axes_are_a_stacked_weight<shape_of<WV>> && axes_are_a_stacked_weight<shape_of<WO>> &&
+             value_types_agree<value_type_of<WQ>, T> && value_types_agree<value_type_of<WK>, T> &&
+             value_types_agree<value_type_of<WV>, T> && value_types_agree<value_type_of<WO>, T> &&
+             w_q_rows_equal_d_model<extent_of<WQ, 0>, d_model> &&
+             w_q_cols_equal_heads_times_d_k<extent_of<WQ, 1>, heads, d_k> &&
+             w_k_rows_equal_kdim<extent_of<WK, 0>, kdim> &&
+             w_k_cols_equal_kv_heads_times_d_k<extent_of<WK, 1>, kv_heads, d_k> &&
+             w_v_rows_equal_vdim<extent_of<WV, 0>, vdim> &&
+             w_v_cols_equal_kv_heads_times_d_v<extent_of<WV, 1>, kv_heads, d_v> &&
+             w_o_rows_equal_heads_times_d_v<extent_of<WO, 0>, heads, d_v> &&
+             w_o_cols_equal_d_model<extent_of<WO, 1>, d_model>
+  multi_head_attention(WQ&& wq, WK&& wk, WV&& wv, WO&& wo) {
+    detail::copy_elements(as_expression(wq).view, w_q);
+    detail::copy_elements(as_expression(wk).view, w_k);
+    detail::copy_elements(as_expression(wv).view, w_v);
+    detail::copy_elements(as_expression(wo).view, w_o);
+  }
+
+  /// From the user's weights and biases, copied: b_q (h·d_k), b_k (kv_heads·d_k),
+  /// b_v (kv_heads·d_v), b_o (d_model).
+  template <Operand WQ, Operand WK, Operand WV, Operand WO, Operand BQ, Operand BK, Operand BV,
+            Operand BO>
+    requires has_bias && std::is_constructible_v<multi_head_attention, WQ, WK, WV, WO> &&
+             value_types_agree<value_type_of<BQ>, T> && value_types_agree<value_type_of<BK>, T> &&
+             value_types_agree<value_type_of<BV>, T> && value_types_agree<value_type_of<BO>, T> &&
+             b_q_length_equals_heads_times_d_k<shape_of<BQ>::static_size(), heads, d_k> &&
+             b_k_length_equals_kv_heads_times_d_k<shape_of<BK>::static_size(), kv_heads, d_k> &&
+             b_v_length_equals_kv_heads_times_d_v<shape_of<BV>::static_size(), kv_heads, d_v> &&
+             b_o_length_equals_d_model<shape_of<BO>::static_size(), d_model>
+  multi_head_attention(WQ&& wq, WK&& wk, WV&& wv, WO&& wo, BQ&& bq, BK&& bk, BV&& bv, BO&& bo)
+      : multi_head_attention(wq, wk, wv, wo) {
+    detail::copy_elements(as_expression(bq).view, b_q);
+    detail::copy_elements(as_expression(bk).view, b_k);
+    detail::copy_elements(as_expression(bv).view, b_v);
+    detail::copy_elements(as_expression(bo).view, b_o);
+  }
 
   /// Attention of queries x_q to keys x_k and values x_v (batch, seq, width), with masks.
   /// The module must outlive the expression: it holds the weights by reference.

@@ -143,23 +143,22 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const bool load_c = !first || accumulate;
       const T* block_bias = first && bias ? bias + jc : nullptr;
 
-      // Pack B(pc:pc+kc, jc:jc+nc) as nr-wide panels.
-      for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
-        const std::size_t cols = std::min(tile::nr, nc - jr);
-        T* dst = buffers.b + jr * kc;
-        if constexpr (TransposedB)
-          pack_b_panel_t(kc, cols, b + (jc + jr) * ldb + pc, ldb, dst);
-        else
-          pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, dst);
-      }
-
       for (std::size_t ir = 0; ir < m; ir += tile::mr) {
         const std::size_t rows = std::min(tile::mr, m - ir);
         pack_a_sliver(rows, kc, a + ir * lda + pc, lda, buffers.a);
         T* c_rows = c + ir * ldc + jc;
         for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
           const std::size_t cols = std::min(tile::nr, nc - jr);
-          const T* panel = buffers.b + jr * kc;
+          T* panel = buffers.b + jr * kc;
+          // B(pc:pc+kc, jc+jr:jc+jr+nr) is packed during the first sliver, just before
+          // its first use, so that the copy overlaps the micro-kernels around it and the
+          // panel is still in L1 when first read.
+          if (ir == 0) {
+            if constexpr (TransposedB)
+              pack_b_panel_t(kc, cols, b + (jc + jr) * ldb + pc, ldb, panel);
+            else
+              pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, panel);
+          }
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
           if (rows == tile::mr && cols == tile::nr)
             gemm_micro_kernel<T>(kc, buffers.a, panel, c_rows + jr, ldc, alpha, tile_bias, load_c);
