@@ -8,6 +8,7 @@
 #pragma once
 
 #include <argus/diagnostics/check.hpp>
+#include <argus/eval/fused_attention.hpp>
 #include <argus/eval/materialized.hpp>
 #include <argus/eval/select.hpp>
 #include <argus/eval/unfused.hpp>

@@ -29,8 +29,8 @@ namespace detail {
 
 template <class... Patterns> struct pattern_list {};
 
-/// The patterns each policy tries, in order. The rows live with the patterns
-/// (fused_patterns_for<fused_policy> is completed in eval/fused.hpp).
+/// The patterns each policy tries, in order: none for unfused; the fused policy's row is
+/// patterns_of<fused_policy> in eval/fused_attention.hpp.
 template <class Policy> struct patterns_of { using type = pattern_list<>; };
 
 template <class List, class E> struct first_match { using type = void; };

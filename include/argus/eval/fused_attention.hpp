@@ -1,0 +1,193 @@
+// argus/eval/fused_attention.hpp -- evaluation layer: the fused attention patterns.
+//
+//   fused_split_heads_view      split_heads<H>(x)                   -> a strided view of x, no copy
+//   fused_attention_core        attend(softmax(mask*(scores(q, k))), v)
+//                               -> one loop nest (kernel::flash_attention): query tiles × key
+//                                  tiles, online softmax, no (seq_q × seq_kv) buffer
+//   fused_attention_merged      merge_heads(attend(softmax(...), v)) -> the same loop nest,
+//                               writing each head straight into its columns of the merged
+//                               (batch, seq, heads·d_v) result: no merge copy
+// mask* is any chain of masks with at most one of each kind (causal, ignore_keys,
+// ignore_where, add_to_scores); another chain does not match and runs unfused.
+#pragma once
+
+#include <argus/eval/materialized.hpp>
+#include <argus/eval/select.hpp>
+#include <argus/eval/unfused.hpp>
+#include <argus/expr/attention.hpp>
+#include <argus/kernel/flash_attention.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace argus::detail {
+
+// --- Recognising mask*(scores(q, k)) -----------------------------------------------------
+
+template <class E> struct mask_chain { static constexpr bool ok = false; };
+
+template <class Q, class K>
+struct mask_chain<scores_node<Q, K>> {
+  static constexpr bool ok = true;
+  static constexpr int causal = 0, keys = 0, pairs = 0, additive = 0;
+  using scores_type = scores_node<Q, K>;
+  static const scores_type& scores(const scores_type& s) noexcept { return s; }
+};
+
+template <class M> struct mask_kind_count {
+  static constexpr int causal = 0, keys = 0, pairs = 0, additive = 0;
+};
+template <> struct mask_kind_count<causal_mask> { static constexpr int causal = 1, keys = 0, pairs = 0, additive = 0; };
+template <class M, class S> struct mask_kind_count<ignore_keys_mask<M, S>> { static constexpr int causal = 0, keys = 1, pairs = 0, additive = 0; };
+template <class M, class S> struct mask_kind_count<ignore_mask<M, S>> { static constexpr int causal = 0, keys = 0, pairs = 1, additive = 0; };
+template <class T, class S> struct mask_kind_count<additive_mask<T, S>> { static constexpr int causal = 0, keys = 0, pairs = 0, additive = 1; };
+
+template <class E, class M>
+struct mask_chain<masked_node<E, M>> {
+  using inner = mask_chain<E>;
+  using count = mask_kind_count<M>;
+  static constexpr int causal = inner::causal + count::causal, keys = inner::keys + count::keys;
+  static constexpr int pairs = inner::pairs + count::pairs, additive = inner::additive + count::additive;
+  static constexpr bool ok = inner::ok && causal <= 1 && keys <= 1 && pairs <= 1 && additive <= 1;
+  using scores_type = typename inner::scores_type;
+  static const scores_type& scores(const masked_node<E, M>& m) noexcept { return inner::scores(m.scores); }
+};
+
+/// Sets the problem's mask fields from the chain; unit-stride copies are kept alive in `keep`.
+template <class T>
+struct mask_storage {
+  materialized<std::uint8_t, shape<batch<>, seq<>>> keys;
+  materialized<std::uint8_t, shape<seq<>, seq<>>> pairs;
+  materialized<T, shape<seq<>, seq<>>> additive;
+};
+
+template <class M, Shape S>
+tensor_view<const std::uint8_t, shape<rebind_axis<axis_t<S, 0>, dyn>, rebind_axis<axis_t<S, 1>, dyn>>>
+as_bytes(const tensor_view<const M, S>& v) {
+  // bool is one byte holding 0 or 1 on every ABI argus supports.
+  static_assert(sizeof(M) == 1);
+  using R = shape<rebind_axis<axis_t<S, 0>, dyn>, rebind_axis<axis_t<S, 1>, dyn>>;
+  const R r(v.extent(0), v.extent(1));
+  return {reinterpret_cast<const std::uint8_t*>(v.data()), layout<R>{r, {v.stride(0), v.stride(1)}}};
+}
+
+template <class T, class E>
+void set_masks(const E&, kernel::attention_problem<T>&, mask_storage<T>&) {}  // scores: no mask
+
+template <class T, class E, class M>
+void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask_storage<T>& keep) {
+  set_masks(m.scores, p, keep);
+  if constexpr (std::is_same_v<M, causal_mask>) {
+    p.causal = true;
+  } else if constexpr (mask_kind_count<M>::keys) {
+    keep.keys = contiguous(borrow<std::uint8_t>(as_bytes(m.mask.keys.view)));
+    p.key_ignore = keep.keys.view.data();
+    p.key_ignore_batch = keep.keys.view.stride(0);
+  } else if constexpr (mask_kind_count<M>::pairs) {
+    keep.pairs = contiguous(borrow<std::uint8_t>(as_bytes(m.mask.pairs.view)));
+    p.ignore = keep.pairs.view.data();
+    p.ignore_row = keep.pairs.view.stride(0);
+  } else {
+    const auto& v = m.mask.values.view;
+    using R = shape<seq<>, seq<>>;
+    keep.additive = contiguous(borrow<T>(tensor_view<const T, R>(
+        v.data(), layout<R>{R(v.extent(0), v.extent(1)), {v.stride(0), v.stride(1)}})));
+    p.additive = keep.additive.view.data();
+    p.add_row = keep.additive.view.stride(0);
+  }
+}
+
+// --- The patterns -------------------------------------------------------------------------
+
+template <class E> struct attention_core_traits { static constexpr bool ok = false; };
+template <class E> struct is_split_heads : std::false_type {};
+template <std::size_t H, class X> struct is_split_heads<split_heads_node<H, X>> : std::true_type {};
+template <class S, class V>
+struct attention_core_traits<attend_node<softmax_node<S>, V>> {
+  static constexpr bool ok = mask_chain<S>::ok;
+};
+
+template <class E> struct is_merged_attention_core : std::false_type {};
+template <class X>
+struct is_merged_attention_core<merge_heads_node<X>> : std::bool_constant<attention_core_traits<X>::ok> {};
+
+/// Runs attend(softmax(mask*(scores(q, k))), v) with kernel::flash_attention, writing head h
+/// of query i of item b at out + b*o_batch + h*o_head + i*o_row.
+template <class S, class V, class Ev, class T>
+void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, T* out,
+                        std::size_t o_batch, std::size_t o_head, std::size_t o_row) {
+  const auto& sc = mask_chain<S>::scores(e.weights.scores);
+  auto unit_inner = [](auto&& m) {
+    return m.view.stride(3) == 1 ? std::move(m) : contiguous(std::move(m));
+  };
+  auto q = unit_inner(ev(sc.q));
+  auto k = unit_inner(ev(sc.k));
+  auto v = unit_inner(ev(e.v));
+  kernel::attention_problem<T> p{};
+  p.batch = q.view.extent(0), p.heads = q.view.extent(1), p.kv_heads = k.view.extent(1);
+  p.seq_q = q.view.extent(2), p.seq_kv = k.view.extent(2);
+  p.d_k = q.view.extent(3), p.d_v = v.view.extent(3);
+  p.q = q.view.data(), p.q_batch = q.view.stride(0), p.q_head = q.view.stride(1), p.q_row = q.view.stride(2);
+  p.k = k.view.data(), p.k_batch = k.view.stride(0), p.k_head = k.view.stride(1), p.k_row = k.view.stride(2);
+  p.v = v.view.data(), p.v_batch = v.view.stride(0), p.v_head = v.view.stride(1), p.v_row = v.view.stride(2);
+  p.o = out, p.o_batch = o_batch, p.o_head = o_head, p.o_row = o_row;
+  p.scale = sc.scale;
+  mask_storage<T> keep;
+  set_masks(e.weights.scores, p, keep);
+  kernel::flash_attention(p);
+}
+
+}  // namespace argus::detail
+
+namespace argus {
+
+/// split_heads<H>(x) as a strided view of x's storage: no copy.
+struct fused_split_heads_view {
+  template <class E> static constexpr bool matches = detail::is_split_heads<E>::value;
+
+  template <std::size_t H, class X, class Ev>
+  static auto evaluate(const split_heads_node<H, X>& e, const Ev& ev) {
+    auto x = ev(e.x);
+    const auto l = split_layout<H>(x.view.layout());
+    return detail::relayout(std::move(x), l);
+  }
+};
+
+/// attend(softmax(mask*(scores(q, k))), v) as one loop nest.
+struct fused_attention_core {
+  template <class E> static constexpr bool matches = detail::attention_core_traits<E>::ok;
+
+  template <class E, class Ev>
+  static auto evaluate(const E& e, const Ev& ev) {
+    using T = typename E::value_type;
+    auto r = detail::allocate<T>(e.shape());
+    const auto& l = r.view.layout();  // (B,H,SEQ_Q,D_V) row-major
+    detail::run_attention_core(e, ev, r.mutable_data(), l.stride[0], l.stride[1], l.stride[2]);
+    return r;
+  }
+};
+
+/// merge_heads(attend(softmax(mask*(scores(q, k))), v)): the loop nest writes the merged layout.
+struct fused_attention_merged {
+  template <class E> static constexpr bool matches = detail::is_merged_attention_core<E>::value;
+
+  template <class X, class Ev>
+  static auto evaluate(const merge_heads_node<X>& e, const Ev& ev) {
+    using T = typename X::value_type;
+    auto r = detail::allocate<T>(e.shape());   // (B,SEQ_Q,H*D_V)
+    const std::size_t dv = static_extent_v<typename X::shape_type, 3>;
+    const auto& l = r.view.layout();
+    detail::run_attention_core(e.x, ev, r.mutable_data(), l.stride[0], dv, l.stride[1]);
+    return r;
+  }
+};
+
+namespace detail {
+/// The fused policy's table, in priority order (see select.hpp).
+template <> struct patterns_of<fused_policy> {
+  using type = pattern_list<fused_attention_merged, fused_attention_core, fused_split_heads_view>;
+};
+}  // namespace detail
+
+}  // namespace argus
