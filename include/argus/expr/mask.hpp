@@ -115,8 +115,8 @@ void check_mask_extents(const ignore_keys_mask<M, S>& m, std::size_t b, std::siz
 template <class Pairs>
 void check_pair_mask_extents(const char* op, const Pairs& p, std::size_t q, std::size_t kv) {
   const auto s = p.shape();
-  check_extents_agree(op, "the rows of the mask", s.extent(0), "seq_q", q);
-  check_extents_agree(op, "the columns of the mask", s.extent(1), "seq_kv", kv);
+  check_extents_agree(op, "the mask's row count", s.extent(0), "seq_q", q);
+  check_extents_agree(op, "the mask's column count", s.extent(1), "seq_kv", kv);
 }
 template <class M, class S>
 void check_mask_extents(const ignore_mask<M, S>& m, std::size_t, std::size_t q, std::size_t kv) {
