@@ -6,6 +6,7 @@
 #include <argus/diagnostics/check.hpp>
 #include <argus/diagnostics/relations.hpp>
 #include <argus/eval/evaluate.hpp>
+#include <argus/eval/explain.hpp>
 #include <argus/eval/reference.hpp>
 #include <argus/expr/attention.hpp>
 #include <argus/shape/shape.hpp>

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace argus::detail {
@@ -138,6 +139,54 @@ void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, 
   kernel::flash_attention(p);
 }
 
+template <Shape S>
+std::string extents_string(const S& s);
+template <class E>
+std::size_t result_bytes(const E& e);
+
+inline const char* mask_name(const causal_mask&) { return "causal"; }
+template <class M, class S> const char* mask_name(const ignore_keys_mask<M, S>&) { return "ignore_keys"; }
+template <class M, class S> const char* mask_name(const ignore_mask<M, S>&) { return "ignore_where"; }
+template <class T, class S> const char* mask_name(const additive_mask<T, S>&) { return "add_to_scores"; }
+
+template <class E>
+void mask_names(const E&, std::string&) {}
+template <class E, class M>
+void mask_names(const masked_node<E, M>& m, std::string& out) {
+  mask_names(m.scores, out);
+  out += out.empty() ? "" : " + ";
+  out += mask_name(m.mask);
+}
+
+/// One line on the fused loop nest of attend(softmax(mask*(scores(q, k))), v).
+template <class S, class V>
+std::string describe_attention_core(const attend_node<softmax_node<S>, V>& e, const char* writes) {
+  using T = typename attend_node<softmax_node<S>, V>::value_type;
+  const auto& sc = mask_chain<S>::scores(e.weights.scores);
+  const auto qs = sc.q.shape();
+  const auto ks = sc.k.shape();
+  kernel::attention_problem<T> p{};
+  p.batch = qs.extent(0), p.heads = qs.extent(1), p.kv_heads = ks.extent(1);
+  p.seq_q = qs.extent(2), p.seq_kv = ks.extent(2), p.d_k = qs.extent(3);
+  p.d_v = e.v.shape().extent(3);
+  const auto tiles = kernel::flash_attention_tiles(p);
+  std::string masks;
+  mask_names(e.weights.scores, masks);
+  return "attention core as one loop nest (kernel::flash_attention): query tiles of " +
+         std::to_string(tiles.q_tile) + " × key tiles of " + std::to_string(tiles.k_tile) +
+         ", online softmax" + (masks.empty() ? "" : ", masks " + masks) + ", " +
+         std::to_string(kernel::flash_attention_scratch_bytes(p)) +
+         " bytes of scratch per thread, no (seq_q × seq_kv) buffer; writes " + writes;
+}
+
+template <class S, class V, class Planner>
+void describe_core_operands(const attend_node<softmax_node<S>, V>& e, const Planner& p, int depth) {
+  const auto& sc = mask_chain<S>::scores(e.weights.scores);
+  p(sc.q, depth);
+  p(sc.k, depth);
+  p(e.v, depth);
+}
+
 }  // namespace argus::detail
 
 namespace argus {
@@ -151,6 +200,13 @@ struct fused_split_heads_view {
     auto x = ev(e.x);
     const auto l = split_layout<H>(x.view.layout());
     return detail::relayout(std::move(x), l);
+  }
+
+  template <std::size_t H, class X, class Planner>
+  static void describe(const split_heads_node<H, X>& e, const Planner& p, int depth) {
+    p.add(depth, true, "split_heads<" + std::to_string(H) + "> (strided view, no copy)",
+          detail::extents_string(e.shape()), 0);
+    p(e.x, depth + 1);
   }
 };
 
@@ -166,6 +222,13 @@ struct fused_attention_core {
     detail::run_attention_core(e, ev, r.mutable_data(), l.stride[0], l.stride[1], l.stride[2]);
     return r;
   }
+
+  template <class E, class Planner>
+  static void describe(const E& e, const Planner& p, int depth) {
+    p.add(depth, true, detail::describe_attention_core(e, "(B,H,SEQ_Q,D_V)"),
+          detail::extents_string(e.shape()), detail::result_bytes(e));
+    detail::describe_core_operands(e, p, depth + 1);
+  }
 };
 
 /// merge_heads(attend(softmax(mask*(scores(q, k))), v)): the loop nest writes the merged layout.
@@ -180,6 +243,14 @@ struct fused_attention_merged {
     const auto& l = r.view.layout();
     detail::run_attention_core(e.x, ev, r.mutable_data(), l.stride[0], dv, l.stride[1]);
     return r;
+  }
+
+  template <class X, class Planner>
+  static void describe(const merge_heads_node<X>& e, const Planner& p, int depth) {
+    p.add(depth, true,
+          detail::describe_attention_core(e.x, "the merged (B,SEQ_Q,H*D_V) layout, no merge copy"),
+          detail::extents_string(e.shape()), detail::result_bytes(e));
+    detail::describe_core_operands(e.x, p, depth + 1);
   }
 };
 

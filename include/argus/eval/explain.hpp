@@ -1,0 +1,153 @@
+// argus/eval/explain.hpp -- evaluation layer: the evaluation plan of an expression.
+//
+//     std::cout << argus::explain(mha.forward(x, argus::causal), argus::fused);
+//
+// Walks the expression as the policy's evaluator would (eval/select.hpp): each step says
+// whether it runs fused or unfused, what it computes, its result shape and the bytes it
+// materialises; a fused loop nest also gives its tiles and per-thread scratch. The total
+// is what the plan allocates besides its inputs (the n×n scores of every head, unfused).
+#pragma once
+
+#include <argus/eval/fused_attention.hpp>
+#include <argus/eval/select.hpp>
+#include <argus/expr/attention.hpp>
+
+#include <cstddef>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace argus {
+
+/// One step of a plan; depth is its depth in the expression tree.
+struct plan_step {
+  int depth = 0;
+  bool fused = false;
+  std::string what;    // the step, in words
+  std::string shape;   // its result extents, e.g. (2,8,128,64)
+  std::size_t bytes = 0;  // bytes it materialises (0 for a view or an input)
+};
+
+/// The evaluation plan of an expression under a policy.
+struct plan {
+  std::string policy;
+  std::vector<plan_step> steps;  // pre-order: a step, then the steps of its operands
+  std::size_t materialised_bytes() const noexcept {
+    std::size_t n = 0;
+    for (const auto& s : steps) n += s.bytes;
+    return n;
+  }
+  std::string to_string() const {
+    std::ostringstream os;
+    os << *this;
+    return os.str();
+  }
+  friend std::ostream& operator<<(std::ostream& os, const plan& p) {
+    os << "plan (" << p.policy << "), materialising " << p.materialised_bytes() << " bytes:\n";
+    for (const auto& s : p.steps) {
+      os << std::string(2 * std::size_t(s.depth) + 2, ' ') << (s.fused ? "[fused] " : "") << s.what
+         << "  -> " << s.shape;
+      if (s.bytes) os << ", " << s.bytes << " bytes";
+      os << "\n";
+    }
+    return os;
+  }
+};
+
+namespace detail {
+
+template <Shape S>
+std::string extents_string(const S& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < S::rank(); ++i) r += (i ? "," : "") + std::to_string(s.extent(i));
+  return r + ")";
+}
+
+template <class E>
+std::size_t result_bytes(const E& e) {
+  return e.shape().size() * sizeof(typename E::value_type);
+}
+
+template <class Policy>
+struct planner {
+  plan& out;
+
+  void add(int depth, bool fused, std::string what, std::string shape, std::size_t bytes) const {
+    out.steps.push_back({depth, fused, std::move(what), std::move(shape), bytes});
+  }
+
+  template <Expression E>
+  void operator()(const E& e, int depth) const {
+    using P = selected_pattern<Policy, E>;
+    if constexpr (std::is_void_v<P>) describe_step(e, depth);
+    else P::describe(e, *this, depth);
+  }
+
+  template <class T, Shape S>
+  void describe_step(const leaf<T, S>& e, int depth) const {
+    add(depth, false, "input tensor", extents_string(e.shape()), 0);
+  }
+  template <class X, class W, class B>
+  void describe_step(const projection<X, W, B>& e, int depth) const {
+    using node = projection<X, W, B>;
+    std::string what = node::per_head ? (node::split_input ? "project, narrow per-head x·W[h]"
+                                                           : "project, per-head x·W[h]")
+                                      : "project x·W";
+    add(depth, false, what + (node::has_bias ? " + b" : "") + " (kernel::gemm_nn)",
+        extents_string(e.shape()), result_bytes(e));
+    (*this)(e.x, depth + 1);
+    (*this)(e.w, depth + 1);
+    if constexpr (node::has_bias) (*this)(e.b, depth + 1);
+  }
+  template <std::size_t H, class X>
+  void describe_step(const split_heads_node<H, X>& e, int depth) const {
+    add(depth, false, "split_heads<" + std::to_string(H) + "> (copy)", extents_string(e.shape()),
+        result_bytes(e));
+    (*this)(e.x, depth + 1);
+  }
+  template <class X>
+  void describe_step(const merge_heads_node<X>& e, int depth) const {
+    add(depth, false, "merge_heads (copy)", extents_string(e.shape()), result_bytes(e));
+    (*this)(e.x, depth + 1);
+  }
+  template <class Q, class K>
+  void describe_step(const scores_node<Q, K>& e, int depth) const {
+    add(depth, false, "scores Q·Kᵀ·scale per head (kernel::gemm_nt)", extents_string(e.shape()),
+        result_bytes(e));
+    (*this)(e.q, depth + 1);
+    (*this)(e.k, depth + 1);
+  }
+  template <class E, class M>
+  void describe_step(const masked_node<E, M>& e, int depth) const {
+    add(depth, false, std::string("mask ") + mask_name(e.mask) + " (in place)",
+        extents_string(e.shape()), 0);
+    (*this)(e.scores, depth + 1);
+  }
+  template <class E>
+  void describe_step(const softmax_node<E>& e, int depth) const {
+    add(depth, false, "softmax over keys (kernel::softmax_rows, in place)", extents_string(e.shape()), 0);
+    (*this)(e.scores, depth + 1);
+  }
+  template <class P, class V>
+  void describe_step(const attend_node<P, V>& e, int depth) const {
+    add(depth, false, "attend P·V per head (kernel::gemm_nn)", extents_string(e.shape()),
+        result_bytes(e));
+    (*this)(e.weights, depth + 1);
+    (*this)(e.v, depth + 1);
+  }
+};
+
+}  // namespace detail
+
+/// The plan of e under policy p: argus::unfused or argus::fused.
+template <Expression E, class P>
+  requires std::is_same_v<P, unfused_policy> || std::is_same_v<P, fused_policy>
+plan explain(const E& e, P) {
+  plan out{P::name, {}};
+  detail::planner<P>{out}(e, 0);
+  return out;
+}
+
+}  // namespace argus
