@@ -1,0 +1,47 @@
+# Helpers for argus's own tests, examples and benchmarks (never installed, never exported).
+include_guard(GLOBAL)
+
+# -std=c++20, not gnu++20 (tests/compile_fail runs the compiler the same way). A directory
+# setting: it reaches argus's own targets, never a parent project's.
+set(CMAKE_CXX_EXTENSIONS OFF)
+
+# argus_dev: what every test, example and benchmark target links. Warnings are errors; no
+# -Wpedantic, because kernel/ uses GCC/Clang vector extensions. ARGUS_NATIVE adds
+# -march=native here only: the installed argus::argus target carries no -march.
+add_library(argus_dev INTERFACE)
+target_link_libraries(argus_dev INTERFACE argus::argus)
+target_compile_options(argus_dev INTERFACE -Wall -Wextra -Werror)
+if(ARGUS_NATIVE)
+  target_compile_options(argus_dev INTERFACE -march=native)
+endif()
+
+# Flags for compiler runs made outside the build system (tests/compile_fail): the same
+# warnings and -march as argus_dev, as a plain list.
+set(ARGUS_DEV_FLAGS -Wall -Wextra -Werror)
+if(ARGUS_NATIVE)
+  list(APPEND ARGUS_DEV_FLAGS -march=native)
+endif()
+
+# argus_path_name(<out> <file> <base_dir> [PREFIX <p>])
+# Turns <base_dir>/a/b/c.cpp into "<p>.a.b.c" ("a.b.c" without PREFIX): the test naming scheme.
+function(argus_path_name out file base_dir)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "PREFIX" "")
+  cmake_path(RELATIVE_PATH file BASE_DIRECTORY "${base_dir}" OUTPUT_VARIABLE rel)
+  cmake_path(REMOVE_EXTENSION rel LAST_ONLY)
+  string(REPLACE "/" "." name "${rel}")
+  if(DEFINED arg_PREFIX)
+    set(name "${arg_PREFIX}.${name}")
+  endif()
+  set(${out} "${name}" PARENT_SCOPE)
+endfunction()
+
+# argus_tagged_line(<out> <file> <tag> <default>)
+# The text after the first "// <tag>: " line of <file>, or <default>.
+function(argus_tagged_line out file tag default)
+  file(STRINGS "${file}" lines REGEX "^[ \t]*//[ \t]*${tag}:" LIMIT_COUNT 1)
+  if(lines MATCHES "^[ \t]*//[ \t]*${tag}:[ \t]*(.*[^ \t])[ \t]*$")
+    set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  else()
+    set(${out} "${default}" PARENT_SCOPE)
+  endif()
+endfunction()

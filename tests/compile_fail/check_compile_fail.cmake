@@ -1,0 +1,99 @@
+# cmake -P checker for one compile-fail test (see CMakeLists.txt in this directory).
+# Inputs: COMPILER COMPILER_ID FLAGS_FILE SOURCE VARIANT (twin | error)
+#   twin:  compile SOURCE as is; the compiler must succeed.
+#   error: compile with -DARGUS_EXPECT_COMPILE_ERROR; the compiler must fail and its output
+#          must match every "// expect: <regex>" line (and "// expect-gcc:" with GCC,
+#          "// expect-clang:" with Clang).
+cmake_minimum_required(VERSION 3.25)
+include("${FLAGS_FILE}")
+
+# The first 25 lines of `text`, indented. Works on the string, not on a CMake list: compiler
+# output is full of ';' and '['.
+function(head out text)
+  set(result "")
+  foreach(i RANGE 1 25)
+    string(FIND "${text}" "\n" eol)
+    if(eol EQUAL -1)
+      string(APPEND result "  ${text}\n")
+      set(text "")
+      break()
+    endif()
+    string(SUBSTRING "${text}" 0 ${eol} line)
+    math(EXPR next "${eol} + 1")
+    string(SUBSTRING "${text}" ${next} -1 text)
+    string(APPEND result "  ${line}\n")
+    if(text STREQUAL "")
+      break()
+    endif()
+  endforeach()
+  if(NOT text STREQUAL "")
+    string(APPEND result "  [...]\n")
+  endif()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+# The regexes this compiler must find, from the "// expect...:" lines of SOURCE.
+set(tags "expect")
+if(COMPILER_ID STREQUAL "GNU")
+  list(APPEND tags "expect-gcc")
+elseif(COMPILER_ID MATCHES "Clang")
+  list(APPEND tags "expect-clang")
+endif()
+file(READ "${SOURCE}" rest)
+set(expected "")  # one regex per line, kept as a string
+set(count 0)
+while(rest MATCHES "//[ \t]*(expect(-gcc|-clang)?):[ \t]*([^\n]*[^ \t\n])")
+  set(tag "${CMAKE_MATCH_1}")
+  set(regex "${CMAKE_MATCH_3}")
+  string(FIND "${rest}" "${CMAKE_MATCH_0}" at)
+  string(LENGTH "${CMAKE_MATCH_0}" len)
+  math(EXPR at "${at} + ${len}")
+  string(SUBSTRING "${rest}" ${at} -1 rest)
+  if(tag IN_LIST tags)
+    string(APPEND expected "${regex}\n")
+    math(EXPR count "${count} + 1")
+  endif()
+endwhile()
+
+set(command "${COMPILER}" ${FLAGS})
+if(VARIANT STREQUAL "error")
+  if(count EQUAL 0)
+    message(FATAL_ERROR "${SOURCE}: no '// expect: <regex>' line: say what the error must name")
+  endif()
+  list(APPEND command -DARGUS_EXPECT_COMPILE_ERROR)
+elseif(NOT VARIANT STREQUAL "twin")
+  message(FATAL_ERROR "VARIANT must be twin or error, not '${VARIANT}'")
+endif()
+list(APPEND command "${SOURCE}")
+
+execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE output)
+list(JOIN command " " command_line)
+head(first_lines "${output}")
+
+if(VARIANT STREQUAL "twin")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${SOURCE} must compile without ARGUS_EXPECT_COMPILE_ERROR, but the "
+                        "compiler failed (${rc}):\n${command_line}\n${first_lines}")
+  endif()
+  message(STATUS "compiles without ARGUS_EXPECT_COMPILE_ERROR: ${SOURCE}")
+  return()
+endif()
+
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled with -DARGUS_EXPECT_COMPILE_ERROR; it must not.\n"
+                      "${command_line}\n${first_lines}")
+endif()
+set(missing "")
+while(expected MATCHES "^([^\n]*)\n(.*)$")
+  set(regex "${CMAKE_MATCH_1}")
+  set(expected "${CMAKE_MATCH_2}")
+  if(NOT output MATCHES "${regex}")
+    string(APPEND missing "  ${regex}\n")
+  endif()
+endwhile()
+if(NOT missing STREQUAL "")
+  message(FATAL_ERROR "${SOURCE} failed to compile (as it should), but the output does not "
+                      "match:\n${missing}so the error may be an unrelated one.\n"
+                      "${command_line}\n${first_lines}")
+endif()
+message(STATUS "fails as expected with ARGUS_EXPECT_COMPILE_ERROR: ${SOURCE}")

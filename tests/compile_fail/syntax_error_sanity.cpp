@@ -1,0 +1,12 @@
+// Sanity check of the compile-fail machinery: under ARGUS_EXPECT_COMPILE_ERROR this file has
+// a syntax error, so a checker that passed it without looking at the output would be wrong.
+// expect: expected
+
+int main() {
+#ifdef ARGUS_EXPECT_COMPILE_ERROR
+  int missing_semicolon = 0
+#else
+  int missing_semicolon = 0;
+#endif
+      return missing_semicolon;
+}
