@@ -1,12 +1,14 @@
 // argus/kernel/gemm_microkernel.hpp -- kernel layer: the register tile of gemm.hpp.
 //
 // Defines gemm_tile<T> (the micro-tile and cache-block sizes, all derived from
-// simd<T>::width) and gemm_micro_kernel, which multiplies one packed A sliver by one packed
-// B panel into an mr x nr tile of C held entirely in registers. Private to gemm.hpp.
+// simd<T>::width and the register count of the target) and gemm_micro_kernel, which
+// multiplies one packed A sliver by one packed B panel into a tile of C held entirely in
+// registers. Private to gemm.hpp.
 #pragma once
 
 #include "argus/kernel/simd.hpp"
 
+#include <array>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -16,25 +18,30 @@ namespace argus::kernel::detail {
 /// Tile and block sizes of gemm for element type T.
 ///
 /// The micro-tile is mr rows x nr = nv * width columns of C, kept in mr * nv vector
-/// accumulators. Each k step loads nv vectors of B and broadcasts mr scalars of A (as an
-/// embedded {1toN} operand where the ISA has one), so one step costs nv loads + mr * nv
-/// FMAs. The accumulators plus the nv B vectors and one broadcast must fit the register
-/// file: AVX-512 (32 registers) takes 14 x 2 (28 + 2 + 1 spare); AVX2 and the portable
-/// 16-byte target (16 registers) take 6 x 2 (12 + 2 + 1).
+/// accumulators. Each k step loads nv vectors of B and broadcasts mr scalars of A, so one
+/// step costs nv loads + mr broadcasts for mr * nv FMAs. Accumulators, the nv B vectors and
+/// a broadcast must fit the register file with room to spare:
+///   AVX-512 (32 registers): 12 x 2 -- 24 + 2 + 1. Measured on one Xeon core (AVX-512, two
+///     FMA pipes, fp32 peak 175 GFLOP/s), (1024 x 512) . (512 x 512): 12 x 2 161 GFLOP/s,
+///     8 x 2 161, 6 x 4 160, 4 x 4 158-165, 8 x 3 149. 14 x 2 (28 + 2 + 1) reached 157
+///     in one build and 113 in another, where GCC spilled a B vector to the stack inside
+///     the k loop: one register short of the 12 x 2 margin is too fragile to keep.
+///   AVX2 and the portable 16-byte target (16 registers): 6 x 2 -- 12 + 2 + 1.
 ///
-/// Blocking (one thread): an A sliver (mr x kc, about 14 KiB for float on AVX-512) stays
-/// in L1 while the B block (kc x nc, packed as nr-wide panels) streams from L2.
+/// Blocking (one thread): an A sliver (mr x kc, 12 KiB for float on AVX-512) stays in L1
+/// and is reused by every panel of the B block (kc x nc = 512 KiB, about half an L2), which
+/// streams from L2. kc = 256 measured best among 128, 192, 256, 384, 512 (by 2-6 %); a
+/// B block of 512 KiB beat 256 KiB (which packs A twice for n = 512) and tied with 1 MiB.
 template <class T>
 struct gemm_tile {
   static constexpr std::size_t width = simd<T>::width;
   static constexpr std::size_t registers = simd_bytes == 64 ? 32 : 16;
   static constexpr std::size_t nv = 2;
-  static constexpr std::size_t mr = registers == 32 ? 14 : 6;
+  static constexpr std::size_t mr = registers == 32 ? 12 : 6;
   static constexpr std::size_t nr = nv * width;
   /// Depth of one k block, and the row stride of a packed A sliver.
   static constexpr std::size_t kc = 256;
-  /// Columns of one packed B block (a multiple of nr): kc * nc * sizeof(T) = 512 KiB
-  /// for float, half of the smallest L2 the library targets.
+  /// Columns of one packed B block, a multiple of nr: kc * nc * sizeof(T) = 512 KiB.
   static constexpr std::size_t nc = ((512 * 1024 / sizeof(T) / kc) / nr) * nr;
   static_assert(mr * nv + nv + 1 <= registers, "the micro-tile must fit the register file");
 };
@@ -50,31 +57,37 @@ template <std::size_t N, class F>
   unroll(std::forward<F>(f), std::make_index_sequence<N>{});
 }
 
-/// C(mr x nr) = alpha * A B + (bias broadcast over rows, if bias) + (C, if load_c).
+/// C(Rows x nr) = alpha * A B + (bias broadcast over rows, if bias) + (C, if load_c).
 ///
-/// a: packed sliver, element (i, p) at a[i * gemm_tile<T>::kc + p], p < kc.
+/// a: packed sliver, element (i, p) at a[i * gemm_tile<T>::kc + p], i < Rows, p < kc.
 /// b: packed panel, element (p, j) at b[p * nr + j].
-/// c: the tile's first element; rows ldc apart; all mr x nr entries are written.
+/// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
-template <class T>
-inline void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
-                              T* __restrict c, std::size_t ldc, T alpha,
-                              const T* __restrict bias, bool load_c) noexcept {
+template <class T, std::size_t Rows>
+void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
+                       T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
+                       bool load_c) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
-  constexpr std::size_t mr = tile::mr, nv = tile::nv, nr = tile::nr, w = tile::width;
+  constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
   constexpr std::size_t lda = tile::kc;
+  static_assert(Rows >= 1 && Rows <= tile::mr);
 
-  V acc[mr][nv];
-  unroll<mr>([&](auto i) __attribute__((always_inline)) { unroll<nv>([&](auto j) __attribute__((always_inline)) { acc[i][j] = V::zero(); }); });
-  for (std::size_t i = 0; i < mr; ++i) __builtin_prefetch(c + i * ldc, 1);
+  V acc[Rows][nv];
+  unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+    unroll<nv>([&](auto j) __attribute__((always_inline)) { acc[i][j] = V::zero(); });
+  });
+  // C is read (if load_c) and written only after the k loop; start fetching it now.
+  for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
 
   for (std::size_t p = 0; p < kc; ++p) {
     V bv[nv];
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
-    unroll<mr>([&](auto i) __attribute__((always_inline)) {
+    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
       const V ai = V::broadcast(a[i * lda]);
-      unroll<nv>([&](auto j) __attribute__((always_inline)) { acc[i][j] = fma(ai, bv[j], acc[i][j]); });
+      unroll<nv>([&](auto j) __attribute__((always_inline)) {
+        acc[i][j] = fma(ai, bv[j], acc[i][j]);
+      });
     });
     a += 1;
     b += nr;
@@ -82,8 +95,10 @@ inline void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __
 
   const V va = V::broadcast(alpha);
   V vb[nv];
-  unroll<nv>([&](auto j) __attribute__((always_inline)) { vb[j] = bias ? V::load(bias + j * w) : V::zero(); });
-  unroll<mr>([&](auto i) __attribute__((always_inline)) {
+  unroll<nv>([&](auto j) __attribute__((always_inline)) {
+    vb[j] = bias ? V::load(bias + j * w) : V::zero();
+  });
+  unroll<Rows>([&](auto i) __attribute__((always_inline)) {
     T* row = c + i * ldc;
     unroll<nv>([&](auto j) __attribute__((always_inline)) {
       V add = vb[j];
@@ -91,6 +106,19 @@ inline void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __
       fma(acc[i][j], va, add).store(row + j * w);
     });
   });
+}
+
+template <class T>
+using gemm_micro_kernel_ptr = void (*)(std::size_t, const T*, const T*, T*, std::size_t, T,
+                                       const T*, bool) noexcept;
+
+/// gemm_micro_kernel<T, rows> for a run-time row count 1 <= rows <= mr.
+template <class T>
+gemm_micro_kernel_ptr<T> gemm_micro_kernel_for(std::size_t rows) noexcept {
+  static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
+    return std::array<gemm_micro_kernel_ptr<T>, sizeof...(R)>{&gemm_micro_kernel<T, R + 1>...};
+  }(std::make_index_sequence<gemm_tile<T>::mr>{});
+  return table[rows - 1];
 }
 
 }  // namespace argus::kernel::detail

@@ -188,8 +188,8 @@ namespace kernel {
 /// num_threads() concurrently with the call).
 inline std::size_t parallel_slot_count() noexcept {
   const std::size_t n = num_threads();
-  return detail::inside_parallel_for && detail::parallel_thread_index >= n
-             ? detail::parallel_thread_index + 1
+  return argus::detail::inside_parallel_for && argus::detail::parallel_thread_index >= n
+             ? argus::detail::parallel_thread_index + 1
              : n;
 }
 
@@ -202,19 +202,19 @@ template <class F>
 void parallel_for(std::size_t tasks, F&& f) {
   if (tasks == 0) return;
   const std::size_t threads = num_threads();
-  if (detail::inside_parallel_for || threads <= 1 || tasks == 1) {
-    detail::parallel_region region(detail::parallel_thread_index);
-    for (std::size_t task = 0; task < tasks; ++task) f(task, detail::parallel_thread_index);
+  if (argus::detail::inside_parallel_for || threads <= 1 || tasks == 1) {
+    argus::detail::parallel_region region(argus::detail::parallel_thread_index);
+    for (std::size_t task = 0; task < tasks; ++task) f(task, argus::detail::parallel_thread_index);
     return;
   }
   using body_type = std::remove_reference_t<F>;
-  detail::parallel_job job;
+  argus::detail::parallel_job job;
   job.body = [](void* context, std::size_t task, std::size_t thread) {
     (*static_cast<body_type*>(context))(task, thread);
   };
   job.context = const_cast<void*>(static_cast<const void*>(std::addressof(f)));
   job.tasks = tasks;
-  detail::thread_pool::instance().run(job, threads);
+  argus::detail::thread_pool::instance().run(job, threads);
   if (job.error) std::rethrow_exception(job.error);
 }
 

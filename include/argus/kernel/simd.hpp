@@ -7,11 +7,14 @@
 // <immintrin.h>.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #if defined(__AVX512F__) || defined(__AVX2__) || defined(__FMA__)
 #include <immintrin.h>
@@ -67,15 +70,33 @@ struct simd {
   }
   void store(T* p) const noexcept { std::memcpy(p, &v, sizeof(native)); }
 
-  /// Loads lanes [0, n) from p and sets the others to `fill`; n <= width.
+  /// Loads lanes [0, n) from p and sets the others to `fill`; n <= width. Nothing past
+  /// p[n - 1] is read. On AVX-512 this is one masked load (the lane loop costs about
+  /// twice a whole softmax row of 64 entries).
   static simd load_partial(const T* p, std::size_t n, T fill = T(0)) noexcept {
     simd r = broadcast(fill);
+#if defined(__AVX512F__)
+    const auto lanes = static_cast<unsigned>((std::uint32_t(1) << n) - 1);
+    if constexpr (std::is_same_v<T, float>)
+      r.v = (native)_mm512_mask_loadu_ps((__m512)r.v, static_cast<__mmask16>(lanes), p);
+    else
+      r.v = (native)_mm512_mask_loadu_pd((__m512d)r.v, static_cast<__mmask8>(lanes), p);
+#else
     for (std::size_t i = 0; i < n; ++i) r.v[i] = p[i];
+#endif
     return r;
   }
-  /// Stores lanes [0, n) to p; n <= width.
+  /// Stores lanes [0, n) to p; n <= width. Nothing past p[n - 1] is written.
   void store_partial(T* p, std::size_t n) const noexcept {
+#if defined(__AVX512F__)
+    const auto lanes = static_cast<unsigned>((std::uint32_t(1) << n) - 1);
+    if constexpr (std::is_same_v<T, float>)
+      _mm512_mask_storeu_ps(p, static_cast<__mmask16>(lanes), (__m512)v);
+    else
+      _mm512_mask_storeu_pd(p, static_cast<__mmask8>(lanes), (__m512d)v);
+#else
     for (std::size_t i = 0; i < n; ++i) p[i] = v[i];
+#endif
   }
 
   T operator[](std::size_t i) const noexcept { return v[i]; }
@@ -172,5 +193,39 @@ inline simd<T> exp(simd<T> x) noexcept {
 /// so that a row gives the same values whatever its length).
 inline float exp_scalar(float x) noexcept { return exp(simd<float>::broadcast(x))[0]; }
 inline double exp_scalar(double x) noexcept { return std::exp(x); }
+
+namespace detail {
+// One butterfly step of transpose(): for rows i (bit H clear) and i | H, swap the lanes whose
+// bit H differs from the row's bit H, i.e. exchange the off-diagonal H x H blocks of every
+// 2H x 2H block. Lane index L < width takes from a, L + width from b.
+template <class N, std::size_t H, std::size_t W, std::size_t... L>
+inline void transpose_step(N& a, N& b, std::index_sequence<L...>) noexcept {
+  const N lo = __builtin_shufflevector(a, b, ((L & H) ? int(W + L - H) : int(L))...);
+  const N hi = __builtin_shufflevector(a, b, ((L & H) ? int(W + L) : int(L + H))...);
+  a = lo;
+  b = hi;
+}
+}  // namespace detail
+
+/// Transposes the width x width block held in rows[0 .. width): afterwards lane j of rows[i]
+/// is what lane i of rows[j] was. log2(width) rounds of two-source shuffles (width/2 pairs
+/// each); used to pack row-major data column-wise (the B^T panels of gemm_nt).
+template <class T>
+inline void transpose(simd<T>* rows) noexcept {
+  constexpr std::size_t w = simd<T>::width;
+  using N = typename simd<T>::native;
+  auto round = [&]<std::size_t H, std::size_t... I>(std::integral_constant<std::size_t, H>,
+                                                    std::index_sequence<I...>) {
+    (((I & H) == 0 ? detail::transpose_step<N, H, w>(rows[I].v, rows[I | H].v,
+                                                     std::make_index_sequence<w>{})
+                   : void()),
+     ...);
+  };
+  [&]<std::size_t... S>(std::index_sequence<S...>) {
+    (round(std::integral_constant<std::size_t, (std::size_t(1) << S)>{},
+           std::make_index_sequence<w>{}),
+     ...);
+  }(std::make_index_sequence<std::bit_width(w) - 1>{});
+}
 
 }  // namespace argus::kernel

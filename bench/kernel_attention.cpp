@@ -1,0 +1,119 @@
+// bench/kernel_attention.cpp -- the fused attention core, kernel::flash_attention, alone.
+//
+// Shapes: batch 1, 8 heads, d_k = d_v = 64, Q/K/V/O as (B, H, S, D), fp32. Arguments are
+// (n, threads, causal) for prefill, seq_q = seq_kv = n; and (seq_kv, threads) for decode,
+// seq_q = 1.
+// Counters:
+//   GFLOPS    4 · B · h · n_q · n_kv · d_k flops per call (QK^T and P·V, 2 flops per FMA;
+//             half of that under a causal mask), as a rate.
+//   peak_pct  GFLOPS / the measured FMA peak of the same number of threads (peak_fma.hpp).
+//   peak_GFLOPS the measured peak itself.
+//   cpu_peak_pct the same ratio with the process CPU time of the calls in place of the wall
+//             time, against the one-thread peak: what the kernel achieves while it runs,
+//             whatever else shares the machine (on a loaded machine the wall-clock
+//             figures measure the load as much as the kernel).
+// smoke-filter: flash_attention/1024/1/0|flash_decode/8192/1
+#include "argus/kernel/flash_attention.hpp"
+#include "argus/kernel/parallel.hpp"
+#include "peak_fma.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <cstddef>
+#include <map>
+#include <random>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t heads = 8, d = 64;
+
+double peak_gflops(int threads) {
+  static std::map<int, double> cache;
+  auto it = cache.find(threads);
+  if (it == cache.end()) it = cache.emplace(threads, argus::bench::measure_peak_gflops(threads)).first;
+  return it->second;
+}
+
+struct attention_data {
+  std::vector<float> q, k, v, o;  // (1, HEADS, SEQ, D)
+  argus::kernel::attention_problem<float> p{};
+
+  attention_data(std::size_t seq_q, std::size_t seq_kv, bool causal)
+      : q(heads * seq_q * d), k(heads * seq_kv * d), v(heads * seq_kv * d), o(heads * seq_q * d) {
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto* t : {&q, &k, &v})
+      for (float& x : *t) x = u(rng);
+    p.batch = 1, p.heads = heads, p.kv_heads = heads, p.seq_q = seq_q, p.seq_kv = seq_kv, p.d_k = d, p.d_v = d;
+    p.q = q.data(), p.q_batch = heads * seq_q * d, p.q_head = seq_q * d, p.q_row = d;
+    p.k = k.data(), p.k_batch = heads * seq_kv * d, p.k_head = seq_kv * d, p.k_row = d;
+    p.v = v.data(), p.v_batch = heads * seq_kv * d, p.v_head = seq_kv * d, p.v_row = d;
+    p.o = o.data(), p.o_batch = heads * seq_q * d, p.o_head = seq_q * d, p.o_row = d;
+    p.scale = 1.0f / std::sqrt(float(d));
+    p.causal = causal;
+  }
+};
+
+void run(benchmark::State& state, attention_data& data, int threads, double flops) {
+  argus::set_num_threads(static_cast<std::size_t>(threads));
+  argus::kernel::flash_attention(data.p);  // warm the pool and the caches
+  double seconds = 0;
+  std::clock_t cpu = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
+    argus::kernel::flash_attention(data.p);
+    cpu += std::clock() - c0;
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    benchmark::DoNotOptimize(data.o.data());
+    benchmark::ClobberMemory();
+  }
+  argus::set_num_threads(0);
+  const double total = flops * 1e-9 * double(state.iterations());
+  const double peak = peak_gflops(threads);
+  state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_pct"] = 100.0 * total / seconds / peak;
+  state.counters["peak_GFLOPS"] = peak;
+  state.counters["cpu_peak_pct"] = 100.0 * total / (double(cpu) / CLOCKS_PER_SEC) / peak_gflops(1);
+}
+
+void flash_attention(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  const bool causal = state.range(2) != 0;
+  attention_data data(n, n, causal);
+  const double flops = 4.0 * heads * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
+  run(state, data, threads, flops);
+}
+
+void flash_decode(benchmark::State& state) {
+  const auto n_kv = static_cast<std::size_t>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  attention_data data(1, n_kv, false);
+  run(state, data, threads, 4.0 * heads * double(n_kv) * d);
+  // K and V are read once per call.
+  state.SetBytesProcessed(state.iterations() * std::int64_t(2 * heads * n_kv * d * sizeof(float)));
+}
+
+void prefill_arguments(benchmark::internal::Benchmark* b) {
+  for (int causal : {0, 1})
+    for (int threads : {1, 2})
+      for (int n : {1024, 2048, 4096}) b->Args({n, threads, causal});
+}
+
+void long_prefill_arguments(benchmark::internal::Benchmark* b) {
+  for (int causal : {0, 1})
+    for (int threads : {1, 2}) b->Args({8192, threads, causal});
+}
+
+}  // namespace
+
+BENCHMARK(flash_attention)->Apply(prefill_arguments)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(flash_attention)->Apply(long_prefill_arguments)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(flash_decode)->Args({8192, 1})->Args({8192, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

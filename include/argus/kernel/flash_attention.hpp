@@ -1,0 +1,520 @@
+// argus/kernel/flash_attention.hpp -- kernel layer: the fused attention core.
+//
+// flash_attention(p) computes, for every batch item b, query head h and query row i,
+//     O[b][h][i] = softmax_j(scale · Q[b][h][i]·K[b][g][j] + masks) · V[b][g][j],
+//     g = h / (heads / kv_heads)   (contiguous groups, as repeat_interleave)
+// with the FlashAttention-2 algorithm: queries are cut into tiles, keys stream through in
+// tiles, and every query row keeps a running maximum m, a running sum l and an output
+// accumulator, rescaled by e^(m_old - m_new) whenever the maximum grows. Nothing grows with
+// seq_q · seq_kv: a thread holds the query tiles of one K/V group, one score tile and (when
+// d_v is not a whole number of registers) one padded V tile; flash_micro_kernels.hpp has
+// the tile kernels and their register blocking.
+//
+// Work items. One item is (batch item, K/V head g, query tile) and holds the query tiles of
+// every query head of the group: each K/V tile is loaded once and reused by all of them
+// (grouped-query attention), and by every register block of each query tile. Consecutive
+// items share g, so its K and V stay in L2. A causal mask (top-left aligned: key j is
+// allowed for query i iff j <= i) ends the key loop after the last key any row of the tile
+// may see and is tested only on the tiles that cross the diagonal. A row whose keys are all
+// masked has m = -inf to the end: its probabilities are exactly 0, l stays 0 and its output
+// is 0 (never NaN).
+//
+// Decode. When seq_q <= 16 and seq_kv is long, an item instead holds the rows of every
+// head of a group (so multi-query decode fills the registers) and one CHUNK of the keys;
+// items leave (m, l, unnormalised accumulator) per row and a second pass merges the chunks,
+// so that even seq_q = 1 with a single head keeps every thread busy.
+//
+// Fast paths: d_k and d_v of 64 or 128 are compile-time constants of the tile kernels; any
+// other width (>= 1) runs the same code with run-time extents.
+#pragma once
+
+#include "argus/kernel/flash_micro_kernels.hpp"
+#include "argus/kernel/parallel.hpp"
+#include "argus/kernel/simd.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+namespace argus::kernel {
+
+/// One attention call: extents, strided views of Q, K, V and O, the scale and the masks.
+/// Element strides; the innermost (feature) stride is always 1, so Q may be a view straight
+/// into a projected (batch, seq, heads · d_k) matrix (q_row = heads · d_k, q_head = d_k):
+/// split-heads and merge-heads are never copies.
+template <class T>
+struct attention_problem {
+  std::size_t batch, heads, kv_heads, seq_q, seq_kv, d_k, d_v;  // heads % kv_heads == 0
+  const T* q; std::size_t q_batch, q_head, q_row;  // Q[b][h][i][0..d_k)
+  const T* k; std::size_t k_batch, k_head, k_row;  // K[b][g][j][0..d_k), g = kv head
+  const T* v; std::size_t v_batch, v_head, v_row;  // V[b][g][j][0..d_v)
+  T* o;       std::size_t o_batch, o_head, o_row;  // O[b][h][i][0..d_v)
+  T scale;                                          // logit = scale · q·k
+  /// Key j allowed for query i iff j <= i (top-left aligned, as torch triu(diagonal=1)).
+  bool causal = false;
+  /// [b][j] != 0: key j ignored by every query of batch item b.
+  const std::uint8_t* key_ignore = nullptr; std::size_t key_ignore_batch = 0;
+  /// [b][h][i][j] != 0: (i, j) ignored; strides may be 0 to broadcast; unit stride along j.
+  const std::uint8_t* ignore = nullptr; std::size_t ignore_batch = 0, ignore_head = 0, ignore_row = 0;
+  /// [b][h][i][j] added to the scaled logit (-inf allowed, +inf and NaN not); unit stride along j.
+  const T* additive = nullptr; std::size_t add_batch = 0, add_head = 0, add_row = 0;
+};
+
+/// The tiles flash_attention uses for a problem: query rows per tile, keys per tile.
+struct flash_tiles {
+  std::size_t q_tile, k_tile;
+};
+
+namespace detail {
+
+/// Keys that any query can see: all of them, or under a causal mask the first seq_q.
+template <class T>
+std::size_t visible_keys(const attention_problem<T>& p) noexcept {
+  return p.causal ? std::min(p.seq_kv, p.seq_q) : p.seq_kv;
+}
+
+/// Few queries against many keys: such calls split the keys over threads.
+template <class T>
+bool decode_shaped(const attention_problem<T>& p) noexcept {
+  const std::size_t keys = visible_keys(p);
+  return p.seq_q <= 16 && keys >= 256 && keys >= 8 * p.seq_q;
+}
+
+/// The per-thread scratch of flash_attention, reused by every later call on that thread
+/// (aligned; grows, never shrinks).
+class flash_scratch {
+ public:
+  flash_scratch() = default;
+  flash_scratch(const flash_scratch&) = delete;
+  flash_scratch& operator=(const flash_scratch&) = delete;
+  ~flash_scratch() { release(); }
+
+  void* get(std::size_t bytes) {
+    if (bytes > size_) {
+      release();
+      data_ = ::operator new(bytes, std::align_val_t{buffer_alignment});
+      size_ = bytes;
+    }
+    return data_;
+  }
+
+ private:
+  void release() noexcept {
+    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{buffer_alignment});
+    data_ = nullptr;
+    size_ = 0;
+  }
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+inline flash_scratch& thread_flash_scratch() {
+  thread_local flash_scratch scratch;
+  return scratch;
+}
+
+/// The rows of one tile: up to Q_TILE (head, query) pairs of one batch item and K/V head,
+/// with their softmax state. Lanes past `rows` are padding.
+template <class T>
+struct row_set {
+  std::size_t rows;
+  std::size_t min_query, max_query;  // over the rows in use
+  std::size_t* head;                 // [Q_TILE] query head of each row
+  std::size_t* query;                // [Q_TILE] query position of each row
+  const T** q;                       // [Q_TILE] the row in Q
+  T* qt;                             // (D_K, Q_TILE) scale · Q, transposed
+  T* acc;                            // (Q_TILE, DVP) unnormalised output
+  T* m;                              // [Q_TILE] running maximum
+  T* l;                              // [Q_TILE] running sum
+  T* alpha;                          // [Q_TILE] rescale factor of the current key tile
+  T* query_pos;                      // [Q_TILE] query position as T, for the causal test
+
+  /// Lanes that hold rows: `rows` rounded up to whole registers.
+  std::size_t lanes() const noexcept { return flash_blocking<T>::padded(rows); }
+};
+
+/// One thread's scratch for items of `sets` row sets: the sets, then the tiles they share.
+template <class T>
+struct flash_layout {
+  static constexpr std::size_t tile = flash_blocking<T>::q_tile;
+  std::size_t d_k, dvp, k_tile, sets;
+  bool pack_v;  // d_v is not a whole number of registers: V tiles are copied and padded
+
+  flash_layout(const attention_problem<T>& p, std::size_t sets_per_item)
+      : d_k(p.d_k),
+        dvp(flash_blocking<T>::padded(p.d_v)),
+        k_tile(flash_blocking<T>::k_tile(p.d_k, p.d_v)),
+        sets(sets_per_item),
+        pack_v(p.d_v % flash_blocking<T>::width != 0) {}
+
+  /// Per set: Qt (D_K, Q_TILE), acc (Q_TILE, DVP), m, l, alpha and query positions.
+  std::size_t set_elements() const noexcept { return d_k * tile + tile * dvp + 4 * tile; }
+  /// Shared: the score tile (K_TILE, Q_TILE), its column maxima, the padded V tile (K_TILE, DVP).
+  std::size_t shared_elements() const noexcept { return (k_tile + 1) * tile + (pack_v ? k_tile * dvp : 0); }
+  /// Per set: head, query and row pointer of each row.
+  std::size_t index_bytes() const noexcept { return sets * tile * (2 * sizeof(std::size_t) + sizeof(T*)); }
+  std::size_t bytes() const noexcept { return (sets * set_elements() + shared_elements()) * sizeof(T) + index_bytes(); }
+};
+
+/// One work item: row sets of one batch item and K/V head, and the tiles they share.
+template <class T>
+struct flash_item {
+  const attention_problem<T>* p;
+  std::size_t b, g;
+  row_set<T>* sets;
+  std::size_t set_count;
+  T* scores;  // (K_TILE, Q_TILE)
+  T* top;     // [Q_TILE] column maxima of the score tile
+  T* v_pack;  // (K_TILE, DVP), or null
+  std::size_t dvp, k_tile;
+};
+
+/// Points the row sets and shared tiles of `it` into this thread's scratch.
+template <class T>
+void carve(const flash_layout<T>& layout, flash_item<T>& it) {
+  constexpr std::size_t tile = flash_layout<T>::tile;
+  thread_local std::vector<row_set<T>> sets;
+  sets.resize(layout.sets);
+  T* e = static_cast<T*>(thread_flash_scratch().get(layout.bytes()));
+  it.scores = e, e += layout.k_tile * tile;
+  it.top = e, e += tile;
+  it.v_pack = layout.pack_v ? e : nullptr;
+  if (layout.pack_v) e += layout.k_tile * layout.dvp;
+  for (row_set<T>& s : sets) {
+    s.qt = e, e += layout.d_k * tile;
+    s.acc = e, e += tile * layout.dvp;
+    s.m = e, e += tile;
+    s.l = e, e += tile;
+    s.alpha = e, e += tile;
+    s.query_pos = e, e += tile;
+  }
+  auto* index = reinterpret_cast<std::size_t*>(e);
+  for (row_set<T>& s : sets) s.head = index, index += tile;
+  for (row_set<T>& s : sets) s.query = index, index += tile;
+  auto* pointers = reinterpret_cast<const T**>(index);
+  for (row_set<T>& s : sets) s.q = pointers, pointers += tile;
+  it.sets = sets.data();
+  it.dvp = layout.dvp;
+  it.k_tile = layout.k_tile;
+}
+
+/// Starts the softmax state of a set (whose head and query are filled in) and, unless it
+/// takes the dot-product path, packs its queries, scaled and transposed (padding lanes 0).
+template <class T>
+void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std::size_t dvp) {
+  constexpr std::size_t tile = flash_blocking<T>::q_tile;
+  s.min_query = s.query[0], s.max_query = s.query[0];
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    s.q[r] = p.q + b * p.q_batch + s.head[r] * p.q_head + s.query[r] * p.q_row;
+    s.min_query = std::min(s.min_query, s.query[r]);
+    s.max_query = std::max(s.max_query, s.query[r]);
+  }
+  if (s.rows > flash_blocking<T>::dot_rows) {
+    using V = simd<T>;
+    constexpr std::size_t w = V::width;
+    const V scale = V::broadcast(p.scale);
+    std::size_t r0 = 0;
+    for (; r0 + w <= s.rows; r0 += w) {  // whole width × width blocks: register transposes
+      std::size_t c0 = 0;
+      for (; c0 + w <= p.d_k; c0 += w) {
+        V block[w];
+        for (std::size_t u = 0; u < w; ++u) block[u] = V::load(s.q[r0 + u] + c0) * scale;
+        transpose(block);
+        for (std::size_t u = 0; u < w; ++u) block[u].store(s.qt + (c0 + u) * tile + r0);
+      }
+      for (std::size_t r = r0; r < r0 + w; ++r)
+        for (std::size_t c = c0; c < p.d_k; ++c) s.qt[c * tile + r] = p.scale * s.q[r][c];
+    }
+    for (std::size_t r = r0; r < s.rows; ++r)
+      for (std::size_t c = 0; c < p.d_k; ++c) s.qt[c * tile + r] = p.scale * s.q[r][c];
+    for (std::size_t c = 0; c < p.d_k; ++c) std::fill(s.qt + c * tile + s.rows, s.qt + (c + 1) * tile, T(0));
+  }
+  for (std::size_t r = 0; r < tile; ++r) {
+    s.m[r] = -std::numeric_limits<T>::infinity();
+    s.l[r] = T(0);
+    s.query_pos[r] = static_cast<T>(s.query[r < s.rows ? r : s.rows - 1]);
+  }
+  std::fill(s.acc, s.acc + s.rows * dvp, T(0));
+}
+
+/// Applies the masks to the score tile of set s (keys [j0, j0 + n)); false when no mask
+/// touches the tile. The causal test runs on whole registers; the [b][h][i][j] masks, whose
+/// rows run along the keys, are applied one element at a time.
+template <class T>
+bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n, bool any_key_ignored) {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  const attention_problem<T>& p = *it.p;
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  T* st = it.scores;
+  bool masked = false;
+  if (p.additive != nullptr) {
+    masked = true;
+    for (std::size_t r = 0; r < s.rows; ++r) {
+      const T* a = p.additive + it.b * p.add_batch + s.head[r] * p.add_head + s.query[r] * p.add_row + j0;
+      for (std::size_t j = 0; j < n; ++j) st[j * tile + r] += a[j];
+    }
+  }
+  if (p.causal && j0 + n - 1 > s.min_query) {  // the tile crosses the diagonal
+    masked = true;
+    const V inf = V::broadcast(minus_inf);
+    for (std::size_t j = 0; j < n; ++j) {
+      const V key = V::broadcast(static_cast<T>(j0 + j));
+      for (std::size_t v = 0; v < s.lanes(); v += w) {
+        const V x = V::load(st + j * tile + v);
+        select(V::load(s.query_pos + v).v < key.v, inf, x).store(st + j * tile + v);
+      }
+    }
+  }
+  if (any_key_ignored) {
+    masked = true;
+    const std::uint8_t* ki = p.key_ignore + it.b * p.key_ignore_batch + j0;
+    for (std::size_t j = 0; j < n; ++j)
+      if (ki[j] != 0) std::fill(st + j * tile, st + j * tile + s.lanes(), minus_inf);
+  }
+  if (p.ignore != nullptr) {
+    masked = true;
+    for (std::size_t r = 0; r < s.rows; ++r) {
+      const std::uint8_t* ig =
+          p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head + s.query[r] * p.ignore_row + j0;
+      for (std::size_t j = 0; j < n; ++j)
+        if (ig[j] != 0) st[j * tile + r] = minus_inf;
+    }
+  }
+  return masked;
+}
+
+/// Runs the sets of an item (started) over keys [ja, jb).
+template <class T, std::size_t DK, std::size_t DV>
+void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
+  const attention_problem<T>& p = *it.p;
+  std::size_t j_end = jb;
+  if (p.causal) {
+    std::size_t reach = 0;
+    for (std::size_t si = 0; si < it.set_count; ++si) reach = std::max(reach, it.sets[si].max_query + 1);
+    j_end = std::min(j_end, reach);
+  }
+  const T* k_base = p.k + it.b * p.k_batch + it.g * p.k_head;
+  const T* v_base = p.v + it.b * p.v_batch + it.g * p.v_head;
+  const std::uint8_t* key_ignore = p.key_ignore ? p.key_ignore + it.b * p.key_ignore_batch : nullptr;
+  for (std::size_t j0 = ja; j0 < j_end; j0 += it.k_tile) {
+    const std::size_t nk = std::min(it.k_tile, j_end - j0);
+    const bool any_key_ignored =
+        key_ignore != nullptr && std::any_of(key_ignore + j0, key_ignore + j0 + nk, [](std::uint8_t x) { return x != 0; });
+    const T* vt = v_base + j0 * p.v_row;
+    std::size_t v_row = p.v_row;
+    if (it.v_pack != nullptr) {
+      for (std::size_t j = 0; j < nk; ++j) {
+        std::copy(vt + j * p.v_row, vt + j * p.v_row + p.d_v, it.v_pack + j * it.dvp);
+        std::fill(it.v_pack + j * it.dvp + p.d_v, it.v_pack + (j + 1) * it.dvp, T(0));
+      }
+      vt = it.v_pack;
+      v_row = it.dvp;
+    }
+    const T* kt = k_base + j0 * p.k_row;
+    for (std::size_t si = 0; si < it.set_count; ++si) {
+      row_set<T>& s = it.sets[si];
+      std::size_t n = nk;
+      if (p.causal) {
+        if (j0 > s.max_query) continue;  // the whole tile is in every row's future
+        n = std::min(n, s.max_query + 1 - j0);
+      }
+      if (s.rows <= flash_blocking<T>::dot_rows)
+        score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top);
+      else
+        score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
+      if (mask_tile(it, s, j0, n, any_key_ignored)) tile_maximum(it.scores, n, s.lanes(), it.top);
+      softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
+      value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
+    }
+  }
+}
+
+/// The output rows of set s: acc / l, or 0 where l == 0 (every key masked).
+template <class T>
+void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s, std::size_t dvp) {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    const V inv = V::broadcast(s.l[r] > T(0) ? T(1) / s.l[r] : T(0));
+    T* o = p.o + b * p.o_batch + s.head[r] * p.o_head + s.query[r] * p.o_row;
+    const T* a = s.acc + r * dvp;
+    std::size_t c = 0;
+    for (; c + w <= p.d_v; c += w) (V::load(a + c) * inv).store(o + c);
+    if (c < p.d_v) (V::load(a + c) * inv).store_partial(o + c, p.d_v - c);
+  }
+}
+
+/// Items (batch item, K/V head, query tile), each with the query heads of the group.
+template <class T, std::size_t DK, std::size_t DV>
+void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
+  constexpr std::size_t tile = flash_blocking<T>::q_tile;
+  const std::size_t group = p.heads / p.kv_heads;
+  const std::size_t q_tiles = (p.seq_q + tile - 1) / tile;
+  const std::size_t pairs = p.batch * p.kv_heads;
+  // Split a group over several items only when there would be too few items for the threads.
+  const std::size_t parts = std::min(group, (2 * num_threads() + pairs * q_tiles - 1) / (pairs * q_tiles));
+  const std::size_t per_item = (group + parts - 1) / parts;
+  const std::size_t parts_used = (group + per_item - 1) / per_item;
+  const flash_layout<T> layout(p, per_item);
+  parallel_for(pairs * parts_used * q_tiles, [&](std::size_t task, std::size_t) {
+    // Consecutive items share a K/V head, whose K and V then stay in L2; within a head the
+    // costliest tiles come first (under a causal mask the last query tiles see the most keys).
+    const std::size_t pair = task / (parts_used * q_tiles), rest = task % (parts_used * q_tiles);
+    const std::size_t qt = q_tiles - 1 - rest / parts_used, part = rest % parts_used;
+    flash_item<T> it{&p, pair / p.kv_heads, pair % p.kv_heads, nullptr, 0, nullptr, nullptr, nullptr, 0, 0};
+    carve(layout, it);
+    const std::size_t i0 = qt * tile, rows = std::min(tile, p.seq_q - i0);
+    const std::size_t h0 = it.g * group + part * per_item, h1 = std::min(it.g * group + group, h0 + per_item);
+    for (std::size_t h = h0; h < h1; ++h) {
+      row_set<T>& s = it.sets[it.set_count++];
+      s.rows = rows;
+      for (std::size_t r = 0; r < rows; ++r) s.head[r] = h, s.query[r] = i0 + r;
+      start_set(p, it.b, s, it.dvp);
+    }
+    run_item<T, DK, DV>(it, 0, visible_keys(p));
+    for (std::size_t si = 0; si < it.set_count; ++si) store_set(p, it.b, it.sets[si], it.dvp);
+  });
+}
+
+/// Decode: items (batch item, K/V head, key chunk), each with all the rows of the group;
+/// partial results merged afterwards.
+template <class T, std::size_t DK, std::size_t DV>
+void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
+  constexpr std::size_t tile = flash_blocking<T>::q_tile;
+  const std::size_t group = p.heads / p.kv_heads;
+  const std::size_t rows_total = group * p.seq_q;  // row = head in group · seq_q + query
+  const std::size_t set_count = (rows_total + tile - 1) / tile;
+  const std::size_t pairs = p.batch * p.kv_heads;
+  const std::size_t keys = visible_keys(p);
+  const flash_layout<T> layout(p, set_count);
+  // Two items per thread, each chunk at least two key tiles long.
+  const std::size_t most = std::max<std::size_t>(1, keys / (2 * layout.k_tile));
+  const std::size_t chunks = std::min(most, (2 * num_threads() + pairs - 1) / pairs);
+  const std::size_t chunk_keys = (keys + chunks - 1) / chunks;
+
+  // Per (pair, chunk, row): m, l and the unnormalised accumulator (d_v).
+  const std::size_t stride = p.d_v + 2;
+  std::vector<T> partial(chunks > 1 ? pairs * chunks * rows_total * stride : 0);
+  auto part_of = [&](std::size_t pair, std::size_t chunk, std::size_t row) {
+    return partial.data() + ((pair * chunks + chunk) * rows_total + row) * stride;
+  };
+
+  parallel_for(pairs * chunks, [&](std::size_t task, std::size_t) {
+    const std::size_t pair = task / chunks, chunk = task % chunks;
+    flash_item<T> it{&p, pair / p.kv_heads, pair % p.kv_heads, nullptr, set_count, nullptr, nullptr, nullptr, 0, 0};
+    carve(layout, it);
+    for (std::size_t si = 0; si < set_count; ++si) {
+      row_set<T>& s = it.sets[si];
+      s.rows = std::min(tile, rows_total - si * tile);
+      for (std::size_t r = 0; r < s.rows; ++r) {
+        const std::size_t row = si * tile + r;
+        s.head[r] = it.g * group + row / p.seq_q, s.query[r] = row % p.seq_q;
+      }
+      start_set(p, it.b, s, it.dvp);
+    }
+    const std::size_t ja = chunk * chunk_keys;
+    run_item<T, DK, DV>(it, ja, std::min(keys, ja + chunk_keys));
+    for (std::size_t si = 0; si < set_count; ++si) {
+      const row_set<T>& s = it.sets[si];
+      if (chunks == 1) {
+        store_set(p, it.b, s, it.dvp);
+        continue;
+      }
+      for (std::size_t r = 0; r < s.rows; ++r) {
+        T* out = part_of(pair, chunk, si * tile + r);
+        out[0] = s.m[r], out[1] = s.l[r];
+        std::copy(s.acc + r * it.dvp, s.acc + r * it.dvp + p.d_v, out + 2);
+      }
+    }
+  });
+  if (chunks == 1) return;
+
+  // O = Σ_c e^(m_c - M) acc_c / Σ_c e^(m_c - M) l_c with M = max_c m_c; chunks whose keys
+  // were all masked (m_c = -inf) drop out, and a row with no key at all gets 0.
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  parallel_for(pairs, [&](std::size_t pair, std::size_t) {
+    const std::size_t b = pair / p.kv_heads, g = pair % p.kv_heads;
+    for (std::size_t row = 0; row < rows_total; ++row) {
+      T* o = p.o + b * p.o_batch + (g * group + row / p.seq_q) * p.o_head + (row % p.seq_q) * p.o_row;
+      T top = minus_inf;
+      for (std::size_t c = 0; c < chunks; ++c) top = std::max(top, part_of(pair, c, row)[0]);
+      std::fill(o, o + p.d_v, T(0));
+      if (top == minus_inf) continue;
+      T sum = T(0);
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const T* part = part_of(pair, c, row);
+        if (part[0] == minus_inf) continue;
+        const T weight = exp_scalar(part[0] - top);
+        sum += weight * part[1];
+        for (std::size_t x = 0; x < p.d_v; ++x) o[x] += weight * part[2 + x];
+      }
+      const T inv = sum > T(0) ? T(1) / sum : T(0);
+      for (std::size_t x = 0; x < p.d_v; ++x) o[x] *= inv;
+    }
+  });
+}
+
+template <class T, std::size_t DK, std::size_t DV>
+void flash_attention_with(const attention_problem<T>& p) {
+  if (decode_shaped(p))
+    flash_attention_chunks_of_keys<T, DK, DV>(p);
+  else
+    flash_attention_tiles_of_queries<T, DK, DV>(p);
+}
+
+}  // namespace detail
+
+/// The tiles flash_attention(p) uses: query rows per tile, keys per tile.
+template <class T>
+flash_tiles flash_attention_tiles(const attention_problem<T>& p) noexcept {
+  using blocking = detail::flash_blocking<T>;
+  return {blocking::q_tile, blocking::k_tile(p.d_k, p.d_v)};
+}
+
+/// Scratch bytes flash_attention(p) holds per thread (kept for reuse by later calls).
+/// Independent of seq_q and seq_kv.
+template <class T>
+std::size_t flash_attention_scratch_bytes(const attention_problem<T>& p) noexcept {
+  constexpr std::size_t tile = detail::flash_blocking<T>::q_tile;
+  const std::size_t group = p.kv_heads == 0 ? 1 : p.heads / p.kv_heads;
+  const std::size_t sets = detail::decode_shaped(p) ? (group * p.seq_q + tile - 1) / tile : group;
+  return detail::flash_layout<T>(p, sets).bytes();
+}
+
+/// Computes p.o from p.q, p.k, p.v and the masks of p, on num_threads() threads.
+/// pre: kv_heads >= 1, heads % kv_heads == 0, d_k >= 1; O overlaps none of the inputs.
+template <class T>
+void flash_attention(const attention_problem<T>& p) {
+  assert(p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && p.d_k >= 1);
+  if (p.batch == 0 || p.heads == 0 || p.seq_q == 0 || p.d_v == 0) return;
+  if (p.seq_kv == 0) {  // nothing to attend to: every row is fully masked
+    for (std::size_t b = 0; b < p.batch; ++b)
+      for (std::size_t h = 0; h < p.heads; ++h)
+        for (std::size_t i = 0; i < p.seq_q; ++i) {
+          T* o = p.o + b * p.o_batch + h * p.o_head + i * p.o_row;
+          std::fill(o, o + p.d_v, T(0));
+        }
+    return;
+  }
+  // Fast paths: d_k and d_v of 64 or 128 become compile-time constants; 0 = run time.
+  auto with_d_v = [&]<std::size_t DK>(std::integral_constant<std::size_t, DK>) {
+    switch (p.d_v) {
+      case 64: return detail::flash_attention_with<T, DK, 64>(p);
+      case 128: return detail::flash_attention_with<T, DK, 128>(p);
+      default: return detail::flash_attention_with<T, DK, 0>(p);
+    }
+  };
+  switch (p.d_k) {
+    case 64: return with_d_v(std::integral_constant<std::size_t, 64>{});
+    case 128: return with_d_v(std::integral_constant<std::size_t, 128>{});
+    default: return with_d_v(std::integral_constant<std::size_t, 0>{});
+  }
+}
+
+}  // namespace argus::kernel

@@ -1,0 +1,373 @@
+// argus/kernel/flash_micro_kernels.hpp -- kernel layer: the register-blocked tile kernels
+// of flash_attention (flash_attention.hpp holds the algorithm around them).
+//
+// Layout ("queries on lanes"). A query tile of Q_TILE rows is packed once, scaled and
+// transposed, as Qt (D_K, Q_TILE). A score tile is S^T (K_TILE, Q_TILE) = K_tile · Qt: an
+// element K[j][c] is broadcast and multiplies a register of queries, so K is read in place
+// from the caller's strided rows and never transposed or copied. With queries on lanes, the
+// softmax's row maxima and row sums are lane-wise maxima and sums over the key rows of S^T.
+// The output accumulator is (Q_TILE, DVP), d_v on lanes: O += P·V broadcasts one
+// probability and multiplies a register of a V row.
+//
+// Register blocks (AVX-512 float: 32 registers of 16 lanes):
+//   score_block  key_block × q_vectors = 6 × 4 accumulators; per feature c: 4 loads of Qt,
+//                6 broadcasts of K[j][c], 24 FMAs.
+//   value_block  row_block × col_vectors = 6 × 4 accumulators; per key: 4 loads of a V row,
+//                6 broadcasts of P, 24 FMAs; the rescale e^(m_old - m_new) of the softmax is
+//                folded into the load of the accumulators.
+//   score_dots   tiles of few rows (decode): dot products along d, a register of partial
+//                sums per key, a width × width transpose per block of keys.
+// 16-register targets (AVX2, the portable fallback) use 5 × 2 and 3 × 3.
+#pragma once
+
+#include "argus/kernel/simd.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace argus::kernel::detail {
+
+/// Register blocking and tile sizes of flash_attention for element type T on this target.
+/// Accumulators plus the operands in flight must fit the register file.
+template <class T>
+struct flash_blocking {
+  static constexpr std::size_t width = simd<T>::width;
+  static constexpr bool wide = simd_bytes == 64;  // AVX-512: 32 registers, else 16
+  static constexpr std::size_t q_vectors = wide ? 4 : 2;
+  /// Query rows per tile: one register of queries per q_vector (64 floats on AVX-512).
+  static constexpr std::size_t q_tile = q_vectors * width;
+  static constexpr std::size_t key_block = wide ? 6 : 5;  // score block: key_block × q_vectors
+  static constexpr std::size_t row_block = wide ? 6 : 3;  // value block: row_block × col_vectors
+  static constexpr std::size_t col_vectors = wide ? 4 : 3;
+  /// The K tile and the V tile together stay within this many bytes, so that both sit in
+  /// L1 (48 KiB here) beside the score tile while every head of a K/V group and every
+  /// register block of the query tile reuses them.
+  static constexpr std::size_t kv_tile_bytes = 32 * 1024;
+  /// Tiles of at most dot_rows rows take score_dots: their registers of queries would be
+  /// mostly empty lanes.
+  static constexpr std::size_t dot_rows = q_tile / 4;
+
+  /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles
+  /// fit kv_tile_bytes (60 keys at d = 64 float, 24 at d = 128).
+  static constexpr std::size_t k_tile(std::size_t d_k, std::size_t d_v) noexcept {
+    const std::size_t keys = kv_tile_bytes / ((d_k + d_v) * sizeof(T)) / key_block * key_block;
+    return std::clamp(keys, key_block, 16 * key_block);
+  }
+  /// d rounded up to whole registers.
+  static constexpr std::size_t padded(std::size_t d) noexcept { return (d + width - 1) / width * width; }
+};
+
+/// e^x lane-wise for x <= 0, the only arguments the softmax takes (s - max); exactly 0 below
+/// -86.6 and at -inf. float: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a degree-6
+/// polynomial (Chebyshev interpolant, relative error 2e-8 before rounding), and 2^n added to
+/// the exponent bits; n is read from the low mantissa bits of the rounding constant, so no
+/// conversion is needed. 13 vector operations, against 21 for kernel::exp, which must also
+/// handle overflow. double uses kernel::exp.
+template <class T>
+inline simd<T> exp_nonpositive(simd<T> x) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    using V = simd<float>;
+    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));  // wraps, no UB
+    const V shifter = V::broadcast(12582912.0f);  // 1.5 · 2^23: adding it rounds to an integer
+    const V t = fma(x, V::broadcast(1.44269504088896341f), shifter);
+    const V n = t - shifter;
+    V r = fma(n, V::broadcast(-0.693359375f), x);
+    r = fma(n, V::broadcast(2.12194440e-4f), r);
+    V p = V::broadcast(0.0013941108481958508f);
+    p = fma(p, r, V::broadcast(0.00837512593716383f));
+    p = fma(p, r, V::broadcast(0.04166635125875473f));
+    p = fma(p, r, V::broadcast(0.16666415333747864f));
+    p = fma(p, r, V::broadcast(0.5f));
+    p = fma(p, r, V::broadcast(1.0f));
+    p = fma(p, r, V::broadcast(1.0f));
+    U bits, scale;
+    std::memcpy(&bits, &p.v, sizeof bits);
+    std::memcpy(&scale, &t.v, sizeof scale);
+    bits += scale << 23;  // the low bits of t hold n; shifted, they add n to the exponent
+    V e;
+    std::memcpy(&e.v, &bits, sizeof bits);
+    // Below -86.6 the exponent field would reach 0 (and -inf gives NaN): the exact value
+    // there is under 2.2e-38, negligible beside the row's largest term e^0 = 1.
+    e.v = x.v < -86.6f ? V::zero().v : e.v;
+    return e;
+  } else {
+    return exp(x);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Scores: S^T = K · Qt.
+
+/// st[j][r] = Σ_c k[j][c] · qt[c][r] for j < Keys, r < QV · width (st and qt have rows of
+/// q_tile); top[r] is raised to the block's maximum of column r. DK != 0 fixes d_k.
+template <class T, std::size_t Keys, std::size_t QV, std::size_t DK>
+inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st, T* top) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  const std::size_t d = DK != 0 ? DK : d_k;
+  V acc[Keys][QV];
+#pragma GCC unroll 16
+  for (std::size_t j = 0; j < Keys; ++j)
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < QV; ++v) acc[j][v] = V::zero();
+  for (std::size_t c = 0; c < d; ++c) {
+    V q[QV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < QV; ++v) q[v] = V::load(qt + c * tile + v * w);
+#pragma GCC unroll 16
+    for (std::size_t j = 0; j < Keys; ++j) {
+      const V kj = V::broadcast(k[j * k_row + c]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < QV; ++v) acc[j][v] = fma(kj, q[v], acc[j][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (std::size_t v = 0; v < QV; ++v) {
+    V even = V::load(top + v * w), odd = acc[0][v];  // two chains of maxima
+#pragma GCC unroll 16
+    for (std::size_t j = 0; j < Keys; ++j) {
+      acc[j][v].store(st + j * tile + v * w);
+      if (j % 2 == 0)
+        even = max(even, acc[j][v]);
+      else
+        odd = max(odd, acc[j][v]);
+    }
+    max(even, odd).store(top + v * w);
+  }
+}
+
+/// The last n < key_block keys of a score tile.
+template <class T, std::size_t QV, std::size_t DK, std::size_t Keys = flash_blocking<T>::key_block - 1>
+inline void score_tail(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st,
+                       T* top) noexcept {
+  if constexpr (Keys > 0) {
+    if (n == Keys) return score_block<T, Keys, QV, DK>(k, k_row, qt, d_k, st, top);
+    return score_tail<T, QV, DK, Keys - 1>(n, k, k_row, qt, d_k, st, top);
+  } else {
+    (void)n, (void)k, (void)k_row, (void)qt, (void)d_k, (void)st, (void)top;
+  }
+}
+
+template <class T, std::size_t QV, std::size_t DK>
+inline void score_columns(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st,
+                          T* top) noexcept {
+  constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
+  std::size_t j = 0;
+  for (; j + kb <= n; j += kb) score_block<T, kb, QV, DK>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+  if (j < n) score_tail<T, QV, DK>(n - j, k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+}
+
+/// The score tile S^T (n, Q_TILE) of n keys starting at k, for the first `lanes` columns
+/// (the rest are not written), and its column maxima top.
+template <class T, std::size_t DK>
+inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t k_row, const T* qt,
+                       std::size_t d_k, T* st, T* top) noexcept {
+  using blocking = flash_blocking<T>;
+  constexpr std::size_t qv = blocking::q_vectors, w = blocking::width;
+  std::fill(top, top + lanes, -std::numeric_limits<T>::infinity());
+  if constexpr (qv >= 4) {
+    if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
+      return score_columns<T, qv / 2, DK>(n, k, k_row, qt, d_k, st, top);
+  }
+  score_columns<T, qv, DK>(n, k, k_row, qt, d_k, st, top);
+}
+
+/// Σ_c q[c] · k[c] for c < d, left as one register of partial sums.
+template <class T, std::size_t DK>
+inline simd<T> dot_partials(const T* q, const T* k, std::size_t d_k) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  const std::size_t d = DK != 0 ? DK : d_k;
+  V a0 = V::zero(), a1 = V::zero();
+  std::size_t c = 0;
+#pragma GCC unroll 4
+  for (; c + 2 * w <= d; c += 2 * w) {
+    a0 = fma(V::load(q + c), V::load(k + c), a0);
+    a1 = fma(V::load(q + c + w), V::load(k + c + w), a1);
+  }
+  if (c + w <= d) a0 = fma(V::load(q + c), V::load(k + c), a0), c += w;
+  if (c < d) a1 = fma(V::load_partial(q + c, d - c), V::load_partial(k + c, d - c), a1);
+  return a0 + a1;
+}
+
+/// Scores of a tile with few rows, as dot products along d: st[j][r] = scale · q[r]·k_j for
+/// r < rows, j < n, and top[r] = max_j (q[r] points at query row r, read in place). Each
+/// block of `width` keys leaves one register of partial sums per key; a transpose turns them
+/// into `width` registers whose sum holds the block's scores, one key per lane. Lanes from
+/// rows up to the next whole register are set to 0 (the softmax runs over whole registers).
+template <class T, std::size_t DK>
+void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, std::size_t n, const T* k,
+                std::size_t k_row, T* st, T* top) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  const std::size_t lanes = flash_blocking<T>::padded(rows);
+  for (std::size_t j = 0; j < n; ++j) V::zero().store(st + j * tile + lanes - w);
+  for (std::size_t r = 0; r < rows; ++r) {
+    V best = V::broadcast(-std::numeric_limits<T>::infinity());
+    for (std::size_t j = 0; j < n; j += w) {
+      // The last block repeats key n - 1 in its missing lanes (never stored).
+      V part[w];
+#pragma GCC unroll 16
+      for (std::size_t u = 0; u < w; ++u) part[u] = dot_partials<T, DK>(q[r], k + std::min(j + u, n - 1) * k_row, d_k);
+      transpose(part);
+#pragma GCC unroll 16
+      for (std::size_t u = 1; u < w; u *= 2)  // pairwise sum of the w registers
+#pragma GCC unroll 16
+        for (std::size_t x = 0; x + u < w; x += 2 * u) part[x] += part[x + u];
+      const V x = part[0] * V::broadcast(scale);
+      best = max(best, x);
+      if (j + w <= n) {
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < w; ++u) st[(j + u) * tile + r] = x[u];
+      } else {
+        for (std::size_t u = 0; j + u < n; ++u) st[(j + u) * tile + r] = x[u];
+      }
+    }
+    top[r] = reduce_max(best);
+  }
+  std::fill(top + rows, top + lanes, -std::numeric_limits<T>::infinity());
+}
+
+// ---------------------------------------------------------------------------------------
+// Online softmax on a score tile.
+
+/// One step of the online softmax for the first `lanes` columns of the score tile st (n
+/// keys) whose column maxima are top: m = max(m, top); alpha = e^(m_old - m); st becomes
+/// P = e^(st - m); l = alpha · l + Σ_j P. A column whose keys have all been masked so far
+/// has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
+template <class T>
+void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l, T* alpha) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  const V minus_inf = V::broadcast(-std::numeric_limits<T>::infinity());
+  for (std::size_t v = 0; v < lanes; v += w) {
+    const V m_old = V::load(m + v);
+    const V m_new = max(m_old, V::load(top + v));
+    const V m_use = select(m_new.v == minus_inf.v, V::zero(), m_new);
+    const V a = exp_nonpositive(m_old - m_use);
+    V sum = V::zero();
+    for (std::size_t j = 0; j < n; ++j) {
+      const V e = exp_nonpositive(V::load(st + j * tile + v) - m_use);
+      e.store(st + j * tile + v);
+      sum += e;
+    }
+    m_new.store(m + v);
+    a.store(alpha + v);
+    fma(V::load(l + v), a, sum).store(l + v);
+  }
+}
+
+/// top[r] = max_j st[j][r] over the n keys of a score tile, r < lanes (after masking).
+template <class T>
+void tile_maximum(const T* st, std::size_t n, std::size_t lanes, T* top) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  for (std::size_t v = 0; v < lanes; v += w) {
+    V m[4];  // four chains to hide the latency of max
+    for (V& x : m) x = V::broadcast(-std::numeric_limits<T>::infinity());
+    std::size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+      for (std::size_t u = 0; u < 4; ++u) m[u] = max(m[u], V::load(st + (j + u) * tile + v));
+    for (; j < n; ++j) m[0] = max(m[0], V::load(st + j * tile + v));
+    max(max(m[0], m[1]), max(m[2], m[3])).store(top + v);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Values: acc = alpha · acc + P · V.
+
+/// acc[r][c] = alpha[r] · acc[r][c] + Σ_j p[j][r] · v[j][c] for r < Rows, c < CV · width;
+/// p has rows of q_tile, acc rows of acc_row.
+template <class T, std::size_t Rows, std::size_t CV>
+inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row, const T* alpha, T* acc,
+                        std::size_t acc_row) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  V o[Rows][CV];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < Rows; ++r) {
+    const V a = V::broadcast(alpha[r]);
+#pragma GCC unroll 8
+    for (std::size_t c = 0; c < CV; ++c) o[r][c] = V::load(acc + r * acc_row + c * w) * a;
+  }
+  std::size_t j = 0;
+  if constexpr (Rows * CV <= 8) {
+    // Too few accumulators to cover the FMA latency: a second set takes the odd keys.
+    V o2[Rows][CV];
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 8
+      for (std::size_t c = 0; c < CV; ++c) o2[r][c] = V::zero();
+    for (; j + 2 <= n; j += 2) {
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < Rows; ++r) {
+        const V p0 = V::broadcast(p[j * tile + r]), p1 = V::broadcast(p[(j + 1) * tile + r]);
+#pragma GCC unroll 8
+        for (std::size_t c = 0; c < CV; ++c) {
+          o[r][c] = fma(p0, V::load(v + j * v_row + c * w), o[r][c]);
+          o2[r][c] = fma(p1, V::load(v + (j + 1) * v_row + c * w), o2[r][c]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 8
+      for (std::size_t c = 0; c < CV; ++c) o[r][c] += o2[r][c];
+  }
+  for (; j < n; ++j) {
+    V vj[CV];
+#pragma GCC unroll 8
+    for (std::size_t c = 0; c < CV; ++c) vj[c] = V::load(v + j * v_row + c * w);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < Rows; ++r) {
+      const V pr = V::broadcast(p[j * tile + r]);
+#pragma GCC unroll 8
+      for (std::size_t c = 0; c < CV; ++c) o[r][c] = fma(pr, vj[c], o[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 8
+    for (std::size_t c = 0; c < CV; ++c) o[r][c].store(acc + r * acc_row + c * w);
+}
+
+/// value_block with cvs <= CV registers of columns and rows <= Rows rows (edge blocks).
+template <class T, std::size_t Rows, std::size_t CV = flash_blocking<T>::col_vectors>
+inline void value_columns(std::size_t cvs, std::size_t n, const T* p, const T* v, std::size_t v_row, const T* alpha,
+                          T* acc, std::size_t acc_row) noexcept {
+  if constexpr (CV > 1) {
+    if (cvs < CV) return value_columns<T, Rows, CV - 1>(cvs, n, p, v, v_row, alpha, acc, acc_row);
+  }
+  value_block<T, Rows, CV>(n, p, v, v_row, alpha, acc, acc_row);
+}
+
+template <class T, std::size_t Rows = flash_blocking<T>::row_block>
+inline void value_rows(std::size_t rows, std::size_t cvs, std::size_t n, const T* p, const T* v, std::size_t v_row,
+                       const T* alpha, T* acc, std::size_t acc_row) noexcept {
+  if constexpr (Rows > 1) {
+    if (rows < Rows) return value_rows<T, Rows - 1>(rows, cvs, n, p, v, v_row, alpha, acc, acc_row);
+  }
+  value_columns<T, Rows>(cvs, n, p, v, v_row, alpha, acc, acc_row);
+}
+
+/// acc (rows, DVP) = alpha · acc + P · V for the n keys of a tile, P = S^T (n, Q_TILE) after
+/// softmax_step, V rows of v_row elements, DVP a whole number of registers. DV != 0 fixes
+/// DVP at compile time.
+template <class T, std::size_t DV>
+inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n, const T* p, const T* v,
+                       std::size_t v_row, const T* alpha, T* acc) noexcept {
+  using blocking = flash_blocking<T>;
+  constexpr std::size_t w = blocking::width, rb = blocking::row_block, cb = blocking::col_vectors * w;
+  const std::size_t dvp = DV != 0 ? DV : dvp_runtime;
+  for (std::size_t r = 0; r < rows; r += rb) {
+    const std::size_t nr = std::min(rb, rows - r);
+    for (std::size_t c = 0; c < dvp; c += cb)
+      value_rows<T>(nr, std::min(cb, dvp - c) / w, n, p + r, v + c, v_row, alpha + r, acc + r * dvp + c, dvp);
+  }
+}
+
+}  // namespace argus::kernel::detail

@@ -1,0 +1,396 @@
+#define BOOST_TEST_MODULE kernel_flash_attention
+#include <boost/test/unit_test.hpp>
+
+#include "argus/kernel/flash_attention.hpp"
+#include "argus/kernel/parallel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+// Every case compares flash_attention with a naive reference computed in double from the
+// same inputs: materialised scores, masks, max-subtracted softmax, times V. A row whose
+// keys are all masked must come out as zeros. Tolerance, elementwise:
+//     |out - ref| <= tol · (1 + |ref|),   tol = 1e-5 for float, 1e-12 for double.
+// Inputs are uniform in [-1, 1] (logits of a few units), or small integers with an exact
+// power-of-two scale for the large-logit cases, where every logit (up to ~1e4 and beyond)
+// is then exact in float too and the same bound applies.
+
+namespace {
+
+using argus::kernel::attention_problem;
+
+struct config {
+  std::size_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_kv = 1, d_k = 4, d_v = 4;
+  bool causal = false;
+  double key_ignore_rate = 0;  // > 0: a key_ignore mask with this density
+  double ignore_rate = 0;      // > 0: an (i, j) ignore mask with this density
+  bool additive = false;       // an additive mask, values in [-3, 3] and a few -inf
+  bool broadcast_masks = false;  // ignore / additive with zero batch and head strides
+  bool projection_layout = false;  // Q, K, V, O as (batch, seq, heads · d) views
+  std::size_t pad = 0;             // extra elements at the end of every row
+  bool ignore_all_keys_of_batch_0 = false;  // every row of batch item 0 fully masked
+  bool integer_inputs = false;              // exact large logits
+  std::size_t threads = 1;
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << "B=" << batch << " h=" << heads << "/" << kv_heads << " n_q=" << seq_q << " n_kv=" << seq_kv
+      << " d_k=" << d_k << " d_v=" << d_v << (causal ? " causal" : "") << " key_ignore=" << key_ignore_rate
+      << " ignore=" << ignore_rate << (additive ? " additive" : "") << (broadcast_masks ? " broadcast" : "")
+      << (projection_layout ? " (B,S,H*D)" : " (B,H,S,D)") << " pad=" << pad
+      << (ignore_all_keys_of_batch_0 ? " all-masked-b0" : "") << (integer_inputs ? " integer" : "")
+      << " threads=" << threads;
+    return s.str();
+  }
+};
+
+/// A strided 4-d view (outer, head, row, feature) over a buffer with padding.
+struct view_layout {
+  std::size_t batch_stride, head_stride, row_stride, size;
+};
+
+view_layout make_layout(const config& c, std::size_t heads, std::size_t seq, std::size_t d) {
+  if (c.projection_layout) {
+    const std::size_t row = heads * d + c.pad;
+    return {seq * row, d, row, c.batch * seq * row};
+  }
+  const std::size_t row = d + c.pad;
+  return {heads * seq * row, seq * row, row, c.batch * heads * seq * row};
+}
+
+template <class T>
+struct result {
+  double worst_ratio = 0;  // max |out - ref| / (tol · (1 + |ref|))
+  bool finite = true;
+  bool padding_untouched = true;
+  bool masked_rows_zero = true;
+};
+
+template <class T>
+result<T> run_case(const config& c, std::mt19937_64& rng) {
+  // Cheap draws (the <random> distributions dominate the run time otherwise).
+  auto u01 = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  auto unit = [&] { return 2 * u01() - 1; };
+  auto value = [&] {
+    return c.integer_inputs ? static_cast<T>(static_cast<int>(rng() % 25) - 12) : static_cast<T>(unit());
+  };
+
+  const view_layout lq = make_layout(c, c.heads, c.seq_q, c.d_k);
+  const view_layout lk = make_layout(c, c.kv_heads, c.seq_kv, c.d_k);
+  const view_layout lv = make_layout(c, c.kv_heads, c.seq_kv, c.d_v);
+  const view_layout lo = make_layout(c, c.heads, c.seq_q, c.d_v);
+  std::vector<T> q(lq.size), k(lk.size), v(lv.size);
+  for (T& x : q) x = value();
+  for (T& x : k) x = value();
+  for (T& x : v) x = static_cast<T>(unit());
+  std::vector<T> o(lo.size, std::numeric_limits<T>::quiet_NaN());
+
+  attention_problem<T> p{};
+  p.batch = c.batch, p.heads = c.heads, p.kv_heads = c.kv_heads;
+  p.seq_q = c.seq_q, p.seq_kv = c.seq_kv, p.d_k = c.d_k, p.d_v = c.d_v;
+  p.q = q.data(), p.q_batch = lq.batch_stride, p.q_head = lq.head_stride, p.q_row = lq.row_stride;
+  p.k = k.data(), p.k_batch = lk.batch_stride, p.k_head = lk.head_stride, p.k_row = lk.row_stride;
+  p.v = v.data(), p.v_batch = lv.batch_stride, p.v_head = lv.head_stride, p.v_row = lv.row_stride;
+  p.o = o.data(), p.o_batch = lo.batch_stride, p.o_head = lo.head_stride, p.o_row = lo.row_stride;
+  p.scale = c.integer_inputs ? T(8) : static_cast<T>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
+  p.causal = c.causal;
+
+  std::vector<std::uint8_t> key_ignore, ignore;
+  std::vector<T> additive;
+  if (c.key_ignore_rate > 0 || c.ignore_all_keys_of_batch_0) {
+    p.key_ignore_batch = c.seq_kv + 3;
+    key_ignore.assign(c.batch * p.key_ignore_batch, 0);
+    for (std::size_t b = 0; b < c.batch; ++b)
+      for (std::size_t j = 0; j < c.seq_kv; ++j)
+        key_ignore[b * p.key_ignore_batch + j] =
+            (b == 0 && c.ignore_all_keys_of_batch_0) || u01() < c.key_ignore_rate ? 1 : 0;
+    p.key_ignore = key_ignore.data();
+  }
+  if (c.ignore_rate > 0) {
+    p.ignore_row = c.seq_kv + 2;
+    p.ignore_head = c.broadcast_masks ? 0 : c.seq_q * p.ignore_row;
+    p.ignore_batch = c.broadcast_masks ? 0 : c.heads * c.seq_q * p.ignore_row;
+    ignore.resize((c.broadcast_masks ? 1 : c.batch * c.heads) * c.seq_q * p.ignore_row);
+    for (auto& x : ignore) x = u01() < c.ignore_rate ? 1 : 0;
+    p.ignore = ignore.data();
+  }
+  if (c.additive) {
+    p.add_row = c.seq_kv + 1;
+    p.add_head = c.broadcast_masks ? 0 : c.seq_q * p.add_row;
+    p.add_batch = c.broadcast_masks ? 0 : c.heads * c.seq_q * p.add_row;
+    additive.resize((c.broadcast_masks ? 1 : c.batch * c.heads) * c.seq_q * p.add_row);
+    for (auto& x : additive) x = u01() < 0.05 ? -std::numeric_limits<T>::infinity() : static_cast<T>(3 * unit());
+    p.additive = additive.data();
+  }
+
+  argus::set_num_threads(c.threads);
+  argus::kernel::flash_attention(p);
+  argus::set_num_threads(0);
+
+  const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  result<T> res;
+  std::vector<bool> logical(o.size(), false);
+  std::vector<double> logits(c.seq_kv);
+  const std::size_t group = c.heads / c.kv_heads;
+  for (std::size_t b = 0; b < c.batch; ++b)
+    for (std::size_t h = 0; h < c.heads; ++h) {
+      const std::size_t g = h / group;
+      for (std::size_t i = 0; i < c.seq_q; ++i) {
+        const T* qi = q.data() + b * p.q_batch + h * p.q_head + i * p.q_row;
+        double top = minus_inf;
+        for (std::size_t j = 0; j < c.seq_kv; ++j) {
+          const T* kj = k.data() + b * p.k_batch + g * p.k_head + j * p.k_row;
+          double s = 0;
+          for (std::size_t x = 0; x < c.d_k; ++x) s += static_cast<double>(qi[x]) * static_cast<double>(kj[x]);
+          s *= static_cast<double>(p.scale);
+          if (p.additive) s += additive[b * p.add_batch + h * p.add_head + i * p.add_row + j];
+          const bool masked = (c.causal && j > i) || (p.key_ignore && key_ignore[b * p.key_ignore_batch + j]) ||
+                              (p.ignore && ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j]);
+          logits[j] = masked ? minus_inf : s;
+          top = std::max(top, logits[j]);
+        }
+        const std::size_t o_off = b * p.o_batch + h * p.o_head + i * p.o_row;
+        std::vector<double> ref(c.d_v, 0.0);
+        if (top != minus_inf) {
+          double sum = 0;
+          for (std::size_t j = 0; j < c.seq_kv; ++j) {
+            const double e = std::exp(logits[j] - top);
+            sum += e;
+            const T* vj = v.data() + b * p.v_batch + g * p.v_head + j * p.v_row;
+            for (std::size_t x = 0; x < c.d_v; ++x) ref[x] += e * static_cast<double>(vj[x]);
+          }
+          for (double& r : ref) r /= sum;
+        }
+        for (std::size_t x = 0; x < c.d_v; ++x) {
+          const double out = static_cast<double>(o[o_off + x]);
+          logical[o_off + x] = true;
+          if (!std::isfinite(out)) {
+            res.finite = false;
+            continue;
+          }
+          if (top == minus_inf && out != 0.0) res.masked_rows_zero = false;
+          res.worst_ratio = std::max(res.worst_ratio, std::abs(out - ref[x]) / (tol * (1 + std::abs(ref[x]))));
+        }
+      }
+    }
+  for (std::size_t x = 0; x < o.size(); ++x)
+    if (!logical[x] && !std::isnan(o[x])) res.padding_untouched = false;
+  return res;
+}
+
+template <class T>
+void check(const config& c, std::mt19937_64& rng) {
+  const result<T> r = run_case<T>(c, rng);
+  BOOST_TEST_INFO(c.describe());
+  BOOST_TEST(r.finite);
+  BOOST_TEST_INFO(c.describe());
+  BOOST_TEST(r.padding_untouched);
+  BOOST_TEST_INFO(c.describe());
+  BOOST_TEST(r.masked_rows_zero);
+  BOOST_TEST_INFO(c.describe() << " worst error / tolerance = " << r.worst_ratio);
+  BOOST_TEST(r.worst_ratio <= 1.0);
+}
+
+/// A random configuration from the space the brief lists.
+config random_config(std::mt19937_64& rng, std::size_t index) {
+  static const std::size_t head_pairs[][2] = {{1, 1}, {4, 4}, {6, 2}, {8, 1}};
+  static const std::size_t dims[] = {4, 12, 20, 64, 128};
+  static const std::size_t seqs[] = {1, 2, 7, 16, 31, 32, 33, 45, 63, 64, 65, 100, 127, 130, 191, 257, 300};
+  auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  std::bernoulli_distribution coin(0.5), rare(0.2);
+  config c;
+  c.batch = 1 + pick(3);
+  const auto& hp = head_pairs[pick(4)];
+  c.heads = hp[0], c.kv_heads = hp[1];
+  c.d_k = dims[pick(5)];
+  c.d_v = coin(rng) ? c.d_k : dims[pick(5)];
+  c.seq_q = seqs[pick(std::size(seqs))];
+  c.seq_kv = coin(rng) ? c.seq_q : seqs[pick(std::size(seqs))];
+  // Keep the reference cheap: shrink the biggest problems.
+  while (c.batch * c.heads * c.seq_q * c.seq_kv * (c.d_k + c.d_v) > 40'000'000) c.seq_q = (c.seq_q + 1) / 2;
+  c.causal = coin(rng);
+  if (rare(rng) || rare(rng)) c.key_ignore_rate = coin(rng) ? 0.3 : 0.9;
+  if (rare(rng)) c.ignore_rate = coin(rng) ? 0.2 : 0.95;
+  c.additive = rare(rng);
+  c.broadcast_masks = coin(rng);
+  c.projection_layout = coin(rng);
+  c.pad = coin(rng) ? 0 : 1 + pick(5);
+  c.threads = 1 + index % 3;
+  return c;
+}
+
+}  // namespace
+
+using scalar_types = std::tuple<float, double>;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(matches_the_reference_on_random_problems, T, scalar_types) {
+  std::mt19937_64 rng(20240611);
+  const std::size_t cases = std::is_same_v<T, float> ? 160 : 60;
+  for (std::size_t n = 0; n < cases; ++n) check<T>(random_config(rng, n), rng);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_mask_kind_alone_and_combined, T, scalar_types) {
+  std::mt19937_64 rng(7);
+  for (int kind = 0; kind < 16; ++kind)
+    for (std::size_t d : {12, 64}) {
+      config c;
+      c.batch = 2, c.heads = 6, c.kv_heads = 2, c.seq_q = 70, c.seq_kv = 70, c.d_k = d, c.d_v = d;
+      c.causal = kind & 1;
+      c.key_ignore_rate = kind & 2 ? 0.25 : 0;
+      c.ignore_rate = kind & 4 ? 0.25 : 0;
+      c.additive = kind & 8;
+      c.broadcast_masks = kind % 3 == 0;
+      c.threads = 1 + kind % 3;
+      check<T>(c, rng);
+    }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(fully_masked_rows_give_zeros, T, scalar_types) {
+  std::mt19937_64 rng(11);
+  for (std::size_t threads : {1, 2, 3})
+    for (std::size_t n_kv : {5, 70, 600}) {
+      config c;
+      c.batch = 2, c.heads = 4, c.kv_heads = 4, c.seq_q = n_kv > 100 ? 3 : 40, c.seq_kv = n_kv;
+      c.d_k = 64, c.d_v = 20;
+      c.ignore_all_keys_of_batch_0 = true;
+      c.threads = threads;
+      check<T>(c, rng);
+      c.ignore_all_keys_of_batch_0 = false;
+      c.ignore_rate = 0.97;  // many rows lose every key
+      check<T>(c, rng);
+    }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(causal_cross_attention, T, scalar_types) {
+  std::mt19937_64 rng(13);
+  for (auto [n_q, n_kv] : {std::pair<std::size_t, std::size_t>{40, 100}, {100, 40}, {33, 200}, {200, 33}, {1, 50}})
+    for (std::size_t threads : {1, 2}) {
+      config c;
+      c.heads = 4, c.kv_heads = 2, c.seq_q = n_q, c.seq_kv = n_kv, c.d_k = 64, c.d_v = 64;
+      c.causal = true;
+      c.threads = threads;
+      check<T>(c, rng);
+    }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(strided_views, T, scalar_types) {
+  std::mt19937_64 rng(17);
+  for (bool projection : {false, true})
+    for (std::size_t pad : {0, 1, 16})
+      for (std::size_t d : {4, 64, 128}) {
+        config c;
+        c.batch = 2, c.heads = 4, c.kv_heads = 2, c.seq_q = 37, c.seq_kv = 53, c.d_k = d, c.d_v = d == 4 ? 12 : d;
+        c.projection_layout = projection, c.pad = pad, c.threads = 2;
+        check<T>(c, rng);
+      }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(decode_shapes_split_the_keys, T, scalar_types) {
+  std::mt19937_64 rng(19);
+  const std::size_t long_kv = std::is_same_v<T, float> ? 5000 : 2000;
+  for (std::size_t n_q : {1, 4, 16})
+    for (std::size_t n_kv : {std::size_t{257}, std::size_t{1000}, long_kv})
+      for (std::size_t threads : {1, 2, 3}) {
+        config c;
+        c.batch = n_kv > 1000 ? 1 : 2;
+        c.heads = 8, c.kv_heads = n_q == 4 ? 1 : (n_q == 1 ? 8 : 2);
+        c.seq_q = n_q, c.seq_kv = n_kv, c.d_k = 64, c.d_v = n_q == 16 ? 20 : 64;
+        c.key_ignore_rate = n_kv == 1000 ? 0.5 : 0;
+        c.additive = n_kv == 257;
+        c.projection_layout = n_q == 4;
+        c.threads = threads;
+        check<T>(c, rng);
+      }
+  // One head, one query: only the key split can use a second thread.
+  for (std::size_t threads : {1, 2, 3}) {
+    config c;
+    c.seq_q = 1, c.seq_kv = long_kv, c.d_k = 128, c.d_v = 128, c.threads = threads;
+    check<T>(c, rng);
+    c.ignore_all_keys_of_batch_0 = true;  // every chunk fully masked
+    check<T>(c, rng);
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(grouped_query_attention_split_over_items, T, scalar_types) {
+  std::mt19937_64 rng(29);
+  for (std::size_t threads : {1, 2, 3})
+    for (std::size_t n_q : {5, 40, 64}) {
+      // batch 1, one K/V head: few items, so the query heads of the group are spread out.
+      config c;
+      c.heads = 8, c.kv_heads = 1, c.seq_q = n_q, c.seq_kv = 90, c.d_k = 64, c.d_v = 64;
+      c.causal = n_q == 40, c.key_ignore_rate = n_q == 64 ? 0.3 : 0;
+      c.threads = threads;
+      check<T>(c, rng);
+    }
+  // Decode with more rows than one tile holds: 8 query heads × 16 queries on one K/V head.
+  for (std::size_t threads : {1, 2}) {
+    config c;
+    c.heads = 8, c.kv_heads = 1, c.seq_q = 16, c.seq_kv = 700, c.d_k = 128, c.d_v = 64;
+    c.threads = threads;
+    check<T>(c, rng);
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(any_head_width_works, T, scalar_types) {
+  std::mt19937_64 rng(31);
+  for (std::size_t d_k : {1, 2, 17, 33, 96})
+    for (std::size_t d_v : {1, 31, 48}) {
+      config c;
+      c.batch = 2, c.heads = 3, c.kv_heads = 1, c.seq_q = 37, c.seq_kv = 41, c.d_k = d_k, c.d_v = d_v;
+      c.causal = d_v == 31;
+      c.threads = 2;
+      check<T>(c, rng);
+      c.seq_q = 3, c.seq_kv = 300;  // decode path
+      check<T>(c, rng);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(no_keys_gives_zeros_and_empty_problems_do_nothing) {
+  std::vector<float> q(8, 1.0f), o(8, 7.0f);
+  attention_problem<float> p{};
+  p.batch = 1, p.heads = 1, p.kv_heads = 1, p.seq_q = 2, p.seq_kv = 0, p.d_k = 4, p.d_v = 4;
+  p.q = q.data(), p.q_row = 4, p.k = q.data(), p.k_row = 4, p.v = q.data(), p.v_row = 4;
+  p.o = o.data(), p.o_row = 4, p.scale = 0.5f;
+  argus::kernel::flash_attention(p);
+  for (float x : o) BOOST_TEST(x == 0.0f);
+  std::fill(o.begin(), o.end(), 7.0f);
+  p.seq_kv = 2, p.seq_q = 0;
+  argus::kernel::flash_attention(p);
+  for (float x : o) BOOST_TEST(x == 7.0f);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(large_logits_stay_finite_and_exact, T, scalar_types) {
+  std::mt19937_64 rng(23);
+  for (std::size_t d : {4, 64, 128})
+    for (bool causal : {false, true}) {
+      config c;
+      c.batch = 1, c.heads = 2, c.kv_heads = 1, c.seq_q = 50, c.seq_kv = 50, c.d_k = d, c.d_v = 64;
+      c.causal = causal, c.integer_inputs = true, c.threads = 2;
+      check<T>(c, rng);
+      c.seq_q = 1, c.seq_kv = 700;  // decode path
+      check<T>(c, rng);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(tiles_and_scratch_do_not_grow_with_the_sequence) {
+  attention_problem<float> p{};
+  p.batch = 1, p.heads = 8, p.kv_heads = 8, p.d_k = 64, p.d_v = 64;
+  p.seq_q = p.seq_kv = 128;
+  const std::size_t small = argus::kernel::flash_attention_scratch_bytes(p);
+  p.seq_q = p.seq_kv = 8192;
+  const std::size_t large = argus::kernel::flash_attention_scratch_bytes(p);
+  BOOST_TEST(small == large);
+  BOOST_TEST(large < 256u * 1024u);
+  const argus::kernel::flash_tiles t = argus::kernel::flash_attention_tiles(p);
+  BOOST_TEST(t.q_tile % argus::kernel::simd<float>::width == 0u);
+  BOOST_TEST(t.k_tile >= 1u);
+}

@@ -1,0 +1,248 @@
+#define BOOST_TEST_MODULE kernel_gemm
+#include <boost/test/unit_test.hpp>
+
+#include "argus/kernel/gemm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+// gemm_nn and gemm_nt against a double-accumulated triple loop, on every edge the blocking
+// has: m, n, k around the tile sizes (mr = 14 or 6 rows, nr = 2 registers, kc = 256),
+// leading dimensions wider than the rows, base pointers one element off alignment, bias,
+// accumulate, alpha != 1, k == 0. C is poisoned with NaN where it must not be read, and its
+// padding holds a sentinel that must survive.
+
+namespace {
+
+using element_types = std::tuple<float, double>;
+
+enum class layout { nn, nt };
+
+/// One product to check; pads are extra elements at the end of every row.
+struct problem {
+  std::size_t m, n, k;
+  std::size_t pad_a = 0, pad_b = 0, pad_c = 0;
+  std::size_t offset = 0;  // every base pointer is this many elements past an aligned one
+  bool bias = false;
+  bool accumulate = false;
+  double alpha = 1.0;
+};
+
+std::string describe(layout l, const problem& p) {
+  std::ostringstream s;
+  s << (l == layout::nn ? "gemm_nn" : "gemm_nt") << " m=" << p.m << " n=" << p.n << " k=" << p.k
+    << " pads=(" << p.pad_a << "," << p.pad_b << "," << p.pad_c << ") offset=" << p.offset
+    << " bias=" << p.bias << " accumulate=" << p.accumulate << " alpha=" << p.alpha;
+  return s.str();
+}
+
+/// Relative tolerance per sqrt(k), against sum |alpha a b| + |bias| + |c|.
+template <class T>
+constexpr double tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+
+constexpr double sentinel = 12345.0;
+
+/// Memory of one operand: `rows` rows of `ld` elements, starting `offset` elements past a
+/// 64-byte boundary. Copies keep the same element positions.
+template <class T>
+struct operand {
+  std::vector<T> storage;
+  std::size_t start, ld;
+  operand(std::size_t rows, std::size_t ld_, std::size_t offset, T fill)
+      : storage(offset + std::max<std::size_t>(rows * ld_, 1) + 64 / sizeof(T), fill), ld(ld_) {
+    const auto base = reinterpret_cast<std::uintptr_t>(storage.data());
+    start = ((64 - base % 64) % 64) / sizeof(T) + offset;
+  }
+  T* data() { return storage.data() + start; }
+  T& at(std::size_t i, std::size_t j) { return storage[start + i * ld + j]; }
+};
+
+/// Runs one product; returns an empty string, or the first failure found.
+template <class T>
+std::string check(layout l, const problem& p, std::mt19937& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  const std::size_t lda = p.k + p.pad_a;
+  const std::size_t ldb = (l == layout::nn ? p.n : p.k) + p.pad_b;
+  const std::size_t ldc = p.n + p.pad_c;
+  const std::size_t b_rows = l == layout::nn ? p.k : p.n;
+  operand<T> a(p.m, lda, p.offset, T(sentinel));
+  operand<T> b(b_rows, ldb, p.offset, T(sentinel));
+  operand<T> c(p.m, ldc, p.offset, T(sentinel));
+  std::vector<T> bias(p.n);
+  for (std::size_t i = 0; i < p.m; ++i)
+    for (std::size_t j = 0; j < p.k; ++j) a.at(i, j) = T(dist(rng));
+  for (std::size_t i = 0; i < b_rows; ++i)
+    for (std::size_t j = 0; j < (l == layout::nn ? p.n : p.k); ++j) b.at(i, j) = T(dist(rng));
+  for (auto& x : bias) x = T(dist(rng));
+  // Without accumulate, C must only be written: NaN there would leak into the result.
+  for (std::size_t i = 0; i < p.m; ++i)
+    for (std::size_t j = 0; j < p.n; ++j)
+      c.at(i, j) = p.accumulate ? T(dist(rng)) : std::numeric_limits<T>::quiet_NaN();
+  const operand<T> c_before = c;
+
+  const T alpha = T(p.alpha);
+  const T* bias_ptr = p.bias ? bias.data() : nullptr;
+  if (l == layout::nn)
+    argus::kernel::gemm_nn<T>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc,
+                              bias_ptr, p.accumulate);
+  else
+    argus::kernel::gemm_nt<T>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc,
+                              bias_ptr, p.accumulate);
+
+  const double tol = tolerance<T> * std::sqrt(double(std::max<std::size_t>(p.k, 1)));
+  operand<T> c_orig = c_before;
+  for (std::size_t i = 0; i < p.m; ++i) {
+    for (std::size_t j = 0; j < p.n; ++j) {
+      double sum = 0, scale = 0;
+      for (std::size_t q = 0; q < p.k; ++q) {
+        const double x = a.at(i, q);
+        const double y = l == layout::nn ? b.at(q, j) : b.at(j, q);
+        sum += x * y;
+        scale += std::abs(x * y);
+      }
+      double want = p.alpha * sum;
+      scale *= std::abs(p.alpha);
+      if (p.bias) want += bias[j], scale += std::abs(double(bias[j]));
+      if (p.accumulate) want += c_orig.at(i, j), scale += std::abs(double(c_orig.at(i, j)));
+      const double got = c.at(i, j);
+      if (!(std::abs(got - want) <= tol * scale + std::numeric_limits<T>::min())) {
+        std::ostringstream s;
+        s << describe(l, p) << ": C(" << i << "," << j << ") = " << got << ", expected " << want
+          << " (tolerance " << tol * scale << ")";
+        return s.str();
+      }
+    }
+    for (std::size_t j = p.n; j < ldc; ++j)
+      if (c.at(i, j) != T(sentinel))
+        return describe(l, p) + ": wrote into the padding of row " + std::to_string(i);
+  }
+  // Nothing before the first element or after the last row may change either.
+  for (std::size_t e = 0; e < c.storage.size(); ++e) {
+    const bool inside = e >= c.start && e < c.start + p.m * ldc;
+    if (!inside && c.storage[e] != c_before.storage[e]) return describe(l, p) + ": wrote outside C";
+  }
+  return {};
+}
+
+constexpr std::size_t edge_sizes[] = {0, 1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129};
+
+/// Every (m, n, k) from edge_sizes, with the options cycling so that each size meets
+/// each option: pads, offset, bias, accumulate and alpha vary with the combination index.
+template <class T>
+void check_all_edge_sizes(layout l) {
+  std::mt19937 rng(l == layout::nn ? 1 : 2);
+  std::size_t index = 0, failures = 0;
+  for (std::size_t m : edge_sizes)
+    for (std::size_t n : edge_sizes)
+      for (std::size_t k : edge_sizes) {
+        problem p{m, n, k};
+        p.pad_a = (index % 3 == 1) ? 3 : 0;
+        p.pad_b = (index % 5 == 2) ? 17 : 0;
+        p.pad_c = (index % 7 == 3) ? 5 : 0;
+        p.offset = (index / 2) % 2;
+        p.bias = index % 2 == 0;
+        p.accumulate = (index / 4) % 2 == 1;
+        p.alpha = (index % 3 == 0) ? 1.0 : -0.75;
+        ++index;
+        const std::string error = check<T>(l, p, rng);
+        if (!error.empty() && ++failures <= 10) BOOST_ERROR(error);
+      }
+  BOOST_TEST(failures == 0u);
+}
+
+/// Random shapes up to 300 x 700 x 513 (k above one kc block), random options.
+template <class T>
+void check_random_shapes(layout l) {
+  std::mt19937 rng(l == layout::nn ? 3 : 4);
+  std::uniform_int_distribution<std::size_t> dm(1, 300), dn(1, 700), dk(1, 513), pad(0, 9);
+  std::vector<problem> problems{{300, 700, 513}, {300, 700, 513, 7, 9, 11, 1, true, true, 0.5}};
+  for (int r = 0; r < 10; ++r) {
+    problem p{dm(rng), dn(rng), dk(rng)};
+    p.pad_a = pad(rng), p.pad_b = pad(rng), p.pad_c = pad(rng);
+    p.offset = r % 2;
+    p.bias = r % 3 != 0;
+    p.accumulate = r % 4 >= 2;
+    p.alpha = r % 2 ? 1.0 : 0.3;
+    problems.push_back(p);
+  }
+  for (const problem& p : problems) {
+    const std::string error = check<T>(l, p, rng);
+    BOOST_TEST(error.empty(), error);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(nn_every_edge_size, T, element_types) {
+  check_all_edge_sizes<T>(layout::nn);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(nt_every_edge_size, T, element_types) {
+  check_all_edge_sizes<T>(layout::nt);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(nn_random_large_shapes, T, element_types) {
+  check_random_shapes<T>(layout::nn);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(nt_random_large_shapes, T, element_types) {
+  check_random_shapes<T>(layout::nt);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(k_zero_gives_bias_plus_c, T, element_types) {
+  std::vector<T> c{1, 2, 3, 4, 5, 6}, bias{10, 20, 30};
+  argus::kernel::gemm_nn<T>(2, 3, 0, T(2), nullptr, 0, nullptr, 3, c.data(), 3, bias.data(), true);
+  BOOST_TEST(c == (std::vector<T>{11, 22, 33, 14, 25, 36}), boost::test_tools::per_element());
+  argus::kernel::gemm_nt<T>(2, 3, 0, T(2), nullptr, 0, nullptr, 0, c.data(), 3, nullptr, false);
+  BOOST_TEST(c == (std::vector<T>(6, T(0))), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(packing_buffers_are_allocated_once_per_thread, T, element_types) {
+  // The steady state allocates nothing: every call reuses this thread's buffers.
+  const std::size_t m = 70, n = 90, k = 300;
+  std::vector<T> a(m * k, T(1)), b(k * n, T(1)), c(m * n);
+  argus::kernel::gemm_nn<T>(m, n, k, T(1), a.data(), k, b.data(), n, c.data(), n);
+  const auto& buffers = argus::kernel::detail::gemm_buffers<T>::local();
+  const T* packed_a = buffers.a;
+  const T* packed_b = buffers.b;
+  for (int r = 0; r < 3; ++r) {
+    argus::kernel::gemm_nn<T>(m, n, k, T(1), a.data(), k, b.data(), n, c.data(), n);
+    argus::kernel::gemm_nt<T>(m, n, k, T(1), a.data(), k, b.data(), k, c.data(), n);
+  }
+  BOOST_TEST(buffers.a == packed_a);
+  BOOST_TEST(buffers.b == packed_b);
+  BOOST_TEST(c[0] == T(k));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(threads_use_their_own_packing_buffers, T, element_types) {
+  // Two threads multiply different matrices at the same time; each result must equal the
+  // one computed alone (the kernel is deterministic, so bit for bit).
+  const std::size_t m = 100, n = 150, k = 600;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<T> a[2], b[2], alone[2], together[2];
+  for (int t = 0; t < 2; ++t) {
+    a[t].resize(m * k), b[t].resize(k * n), alone[t].resize(m * n), together[t].resize(m * n);
+    for (auto& x : a[t]) x = T(dist(rng));
+    for (auto& x : b[t]) x = T(dist(rng));
+    argus::kernel::gemm_nn<T>(m, n, k, T(1), a[t].data(), k, b[t].data(), n, alone[t].data(), n);
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r)
+        argus::kernel::gemm_nn<T>(m, n, k, T(1), a[t].data(), k, b[t].data(), n, together[t].data(),
+                                  n);
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 2; ++t) BOOST_TEST(alone[t] == together[t]);
+}

@@ -1,0 +1,163 @@
+#define BOOST_TEST_MODULE kernel_parallel
+#include <boost/test/unit_test.hpp>
+
+#include "argus/kernel/parallel.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// Restores the default thread count when a test case ends, whatever happens in it.
+struct thread_count_guard {
+  ~thread_count_guard() { argus::set_num_threads(0); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(default_thread_count_is_the_hardware_count) {
+  thread_count_guard guard;
+  argus::set_num_threads(0);
+  const std::size_t hw = std::thread::hardware_concurrency();
+  BOOST_TEST(argus::num_threads() == (hw == 0 ? 1 : hw));
+  argus::set_num_threads(3);
+  BOOST_TEST(argus::num_threads() == 3u);
+  BOOST_TEST(argus::kernel::parallel_slot_count() == 3u);
+  argus::set_num_threads(0);
+  BOOST_TEST(argus::num_threads() == (hw == 0 ? 1 : hw));
+}
+
+BOOST_AUTO_TEST_CASE(every_task_runs_exactly_once) {
+  thread_count_guard guard;
+  for (std::size_t threads = 1; threads <= 4; ++threads) {
+    argus::set_num_threads(threads);  // changed at run time, between calls
+    for (std::size_t tasks : {0u, 1u, 2u, 3u, 7u, 64u, 1000u}) {
+      std::vector<std::atomic<int>> runs(tasks);
+      std::vector<std::atomic<int>> per_thread(argus::kernel::parallel_slot_count());
+      std::atomic<int> bad_index{0};  // Boost.Test assertions are not thread-safe: count here
+      argus::kernel::parallel_for(tasks, [&](std::size_t task, std::size_t thread) {
+        if (thread >= per_thread.size()) {
+          bad_index.fetch_add(1);
+          return;
+        }
+        runs[task].fetch_add(1);
+        per_thread[thread].fetch_add(1);
+      });
+      BOOST_TEST(bad_index.load() == 0);
+      int total = 0;
+      for (auto& r : runs) {
+        BOOST_TEST(r.load() == 1);
+        total += r.load();
+      }
+      int by_thread = 0;
+      for (auto& r : per_thread) by_thread += r.load();
+      BOOST_TEST(total == static_cast<int>(tasks));
+      BOOST_TEST(by_thread == static_cast<int>(tasks));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(uses_several_threads_and_reuses_them) {
+  thread_count_guard guard;
+  argus::set_num_threads(4);
+  std::set<std::thread::id> first, second;
+  std::mutex m;
+  // Slow tasks, so that every worker gets some.
+  auto body = [&](std::set<std::thread::id>& ids) {
+    return [&](std::size_t, std::size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+    };
+  };
+  argus::kernel::parallel_for(64, body(first));
+  argus::kernel::parallel_for(64, body(second));
+  BOOST_TEST(first.size() > 1u);
+  BOOST_TEST(first.size() <= 4u);
+  // Workers persist: the second call runs on threads of the first (no new threads).
+  for (const auto& id : second) BOOST_TEST(first.count(id) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(thread_index_is_exclusive) {
+  thread_count_guard guard;
+  argus::set_num_threads(3);
+  std::vector<std::atomic<int>> in_use(argus::kernel::parallel_slot_count());
+  std::atomic<int> clashes{0};
+  argus::kernel::parallel_for(300, [&](std::size_t, std::size_t thread) {
+    if (in_use[thread].fetch_add(1) != 0) clashes.fetch_add(1);
+    std::this_thread::yield();
+    in_use[thread].fetch_sub(1);
+  });
+  BOOST_TEST(clashes.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(nested_parallel_for_runs_serially_and_completes) {
+  thread_count_guard guard;
+  for (std::size_t threads = 1; threads <= 4; ++threads) {
+    argus::set_num_threads(threads);
+    constexpr std::size_t outer = 16, inner = 50;
+    std::vector<std::atomic<int>> runs(outer * inner);
+    std::atomic<int> foreign_thread{0};
+    argus::kernel::parallel_for(outer, [&](std::size_t o, std::size_t thread) {
+      const auto me = std::this_thread::get_id();
+      argus::kernel::parallel_for(inner, [&](std::size_t i, std::size_t inner_thread) {
+        // Serial: same OS thread, same thread index as the enclosing task.
+        if (std::this_thread::get_id() != me || inner_thread != thread) foreign_thread.fetch_add(1);
+        runs[o * inner + i].fetch_add(1);
+      });
+    });
+    for (auto& r : runs) BOOST_TEST(r.load() == 1);
+    BOOST_TEST(foreign_thread.load() == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(exception_propagates_to_the_caller) {
+  thread_count_guard guard;
+  for (std::size_t threads = 1; threads <= 4; ++threads) {
+    argus::set_num_threads(threads);
+    std::atomic<int> ran{0};
+    BOOST_CHECK_THROW(argus::kernel::parallel_for(100,
+                                                  [&](std::size_t task, std::size_t) {
+                                                    ran.fetch_add(1);
+                                                    if (task == 17) throw std::runtime_error("task 17");
+                                                  }),
+                      std::runtime_error);
+    BOOST_TEST(ran.load() >= 1);
+    // The pool is still usable afterwards.
+    std::atomic<int> after{0};
+    argus::kernel::parallel_for(10, [&](std::size_t, std::size_t) { after.fetch_add(1); });
+    BOOST_TEST(after.load() == 10);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(exception_from_a_nested_call_propagates) {
+  thread_count_guard guard;
+  argus::set_num_threads(2);
+  BOOST_CHECK_THROW(argus::kernel::parallel_for(8,
+                                                [&](std::size_t, std::size_t) {
+                                                  argus::kernel::parallel_for(4, [](std::size_t i, std::size_t) {
+                                                    if (i == 3) throw std::logic_error("inner");
+                                                  });
+                                                }),
+                    std::logic_error);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_callers_take_turns) {
+  thread_count_guard guard;
+  argus::set_num_threads(2);
+  std::atomic<int> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c)
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 20; ++rep)
+        argus::kernel::parallel_for(10, [&](std::size_t, std::size_t) { total.fetch_add(1); });
+    });
+  for (auto& t : callers) t.join();
+  BOOST_TEST(total.load() == 3 * 20 * 10);
+}
