@@ -43,6 +43,10 @@ struct mha_dims {
   static constexpr std::size_t heads = Heads;
   static constexpr std::size_t kv_heads = O.kv_heads ? O.kv_heads : Heads;
   static constexpr bool d_k_derived = O.d_k == 0;
+  // What heads_divide_d_model checks: Heads when d_k = d_model / heads is derived; 1 (always
+  // true) when d_k is given. A conjunct rather than `!d_k_derived || ...`, so GCC names the
+  // relation (it does not look inside a disjunction) and Clang shows no spurious note.
+  static constexpr std::size_t d_model_divisor = d_k_derived ? Heads : 1;
   static constexpr std::size_t d_k = O.d_k ? O.d_k : (Heads ? DModel / Heads : 0);
   static constexpr std::size_t d_v = O.d_v ? O.d_v : d_k;
   static constexpr std::size_t kdim = O.kdim ? O.kdim : DModel;
@@ -71,8 +75,8 @@ void copy_elements(const tensor_view<const T, S>& v, tensor<U, R>& t) {
 template <std::size_t DModel, std::size_t Heads, mha_options Options = mha_options{},
           class T = float>
   requires width_is_positive<DModel> && width_is_positive<Heads> &&
-           (!detail::mha_dims<DModel, Heads, Options>::d_k_derived ||
-            heads_divide_d_model<DModel, Heads>) &&
+           heads_divide_d_model<DModel,
+                                detail::mha_dims<DModel, Heads, Options>::d_model_divisor> &&
            kv_heads_divide_heads<Heads, detail::mha_dims<DModel, Heads, Options>::kv_heads> &&
            value_type_is_float_or_double<T>
 class multi_head_attention {
@@ -129,7 +133,21 @@ class multi_head_attention {
   /// b_v (kv_heads·d_v), b_o (d_model).
   template <Operand WQ, Operand WK, Operand WV, Operand WO, Operand BQ, Operand BK, Operand BV,
             Operand BO>
-    requires has_bias && std::is_constructible_v<multi_head_attention, WQ, WK, WV, WO> &&
+    // The weight relations are repeated, not `std::is_constructible_v<multi_head_attention, WQ,
+    // WK, WV, WO>`: an atomic trait would hide which relation a weight breaks.
+    requires has_bias &&
+             axes_are_a_stacked_weight<shape_of<WQ>> && axes_are_a_stacked_weight<shape_of<WK>> &&
+             axes_are_a_stacked_weight<shape_of<WV>> && axes_are_a_stacked_weight<shape_of<WO>> &&
+             value_types_agree<value_type_of<WQ>, T> && value_types_agree<value_type_of<WK>, T> &&
+             value_types_agree<value_type_of<WV>, T> && value_types_agree<value_type_of<WO>, T> &&
+             w_q_rows_equal_d_model<extent_of<WQ, 0>, d_model> &&
+             w_q_cols_equal_heads_times_d_k<extent_of<WQ, 1>, heads, d_k> &&
+             w_k_rows_equal_kdim<extent_of<WK, 0>, kdim> &&
+             w_k_cols_equal_kv_heads_times_d_k<extent_of<WK, 1>, kv_heads, d_k> &&
+             w_v_rows_equal_vdim<extent_of<WV, 0>, vdim> &&
+             w_v_cols_equal_kv_heads_times_d_v<extent_of<WV, 1>, kv_heads, d_v> &&
+             w_o_rows_equal_heads_times_d_v<extent_of<WO, 0>, heads, d_v> &&
+             w_o_cols_equal_d_model<extent_of<WO, 1>, d_model> &&
              value_types_agree<value_type_of<BQ>, T> && value_types_agree<value_type_of<BK>, T> &&
              value_types_agree<value_type_of<BV>, T> && value_types_agree<value_type_of<BO>, T> &&
              b_q_length_equals_heads_times_d_k<shape_of<BQ>::static_size(), heads, d_k> &&
@@ -149,11 +167,14 @@ class multi_head_attention {
   template <Operand XQ, Operand XK, Operand XV, Mask... Ms>
     requires axes_are_batch_seq_model<shape_of<XQ>> && axes_are_batch_seq_model<shape_of<XK>> &&
              axes_are_batch_seq_model<shape_of<XV>> &&
-             value_types_agree<value_type_of<XQ>, T> &&
+             value_types_agree<value_type_of<XQ>, T> && value_types_agree<value_type_of<XK>, T> &&
+             value_types_agree<value_type_of<XV>, T> &&
              query_width_equals_d_model<extent_of<XQ, 2>, d_model> &&
              key_width_equals_kdim<extent_of<XK, 2>, kdim> &&
              value_width_equals_vdim<extent_of<XV, 2>, vdim> &&
-             k_and_v_lengths_agree<extent_of<XK, 1>, extent_of<XV, 1>>
+             k_and_v_lengths_agree<extent_of<XK, 1>, extent_of<XV, 1>> &&
+             batches_agree<extent_of<XQ, 0>, extent_of<XK, 0>> &&
+             batches_agree<extent_of<XK, 0>, extent_of<XV, 0>>
   auto forward(XQ&& x_q, XK&& x_k, XV&& x_v, const Ms&... masks) const {
     auto q = split_heads<heads>(projected(std::forward<XQ>(x_q), w_q, b_q));
     auto k = split_heads<kv_heads>(projected(std::forward<XK>(x_k), w_k, b_k));

@@ -24,11 +24,23 @@ template <Shape X> inline constexpr std::size_t input_width = static_extent_v<X,
 template <Shape W> inline constexpr std::size_t weight_rows = static_extent_v<W, W::rank() - 2>;
 template <Shape W> inline constexpr std::size_t weight_cols = static_extent_v<W, W::rank() - 1>;
 template <Shape W> inline constexpr std::size_t weight_heads = W::rank() == 3 ? static_extent_v<W, 0> : 0;
-template <Shape X> inline constexpr std::size_t input_heads =
-    X::rank() == 4 ? static_extent_v<X, 1> : 0;
+// The heads of a split input (B,H,S,Din). An unsplit input (B,S,Din) counts as having the
+// weight's heads, so weight_heads_equal_input_heads holds for it: the relation stays a conjunct
+// (GCC does not look inside a disjunction, so `rank == 3 || relation` hid its name).
+template <Shape X, Shape W> inline constexpr std::size_t input_heads =
+    X::rank() == 4 ? static_extent_v<X, 1> : weight_heads<W>;
+// The columns of x·W: Dout for a stacked weight, H·DK for a per-head one.
+template <Shape W> inline constexpr std::size_t projection_width =
+    weight_cols<W> * (W::rank() == 3 ? static_extent_v<W, 0> : 1);
 
-template <class B> struct bias_length { static constexpr std::size_t value = 0; };
-template <Operand B> struct bias_length<B> { static constexpr std::size_t value = shape_of<B>::static_size(); };
+// The length of bias B; an absent bias counts as the right length (nothing to check), for the
+// same reason as input_heads.
+template <class B, Shape W> struct bias_length {
+  static constexpr std::size_t value = projection_width<W>;
+};
+template <Operand B, Shape W> struct bias_length<B, W> {
+  static constexpr std::size_t value = shape_of<B>::static_size();
+};
 
 template <class X, class W> struct projection_shape;
 template <Shape X, Shape W>
@@ -80,15 +92,11 @@ template <Operand X, Operand W, class B = no_bias>
            value_types_agree<value_type_of<X>, value_type_of<W>> &&
            input_width_equals_weight_rows<detail::input_width<shape_of<X>>,
                                           detail::weight_rows<shape_of<W>>> &&
-           (shape_of<X>::rank() == 3 ||
-            weight_heads_equal_input_heads<detail::weight_heads<shape_of<W>>,
-                                           detail::input_heads<shape_of<X>>>) &&
-           (std::is_same_v<std::remove_cvref_t<B>, no_bias> ||
-            (Operand<B> &&
-             bias_length_equals_weight_cols<
-                 detail::bias_length<B>::value,
-                 detail::weight_cols<shape_of<W>> *
-                     (shape_of<W>::rank() == 3 ? static_extent_v<shape_of<W>, 0> : 1)>))
+           weight_heads_equal_input_heads<detail::weight_heads<shape_of<W>>,
+                                          detail::input_heads<shape_of<X>, shape_of<W>>> &&
+           bias_length_equals_weight_cols<detail::bias_length<B, shape_of<W>>::value,
+                                          detail::projection_width<shape_of<W>>> &&
+           (std::is_same_v<std::remove_cvref_t<B>, no_bias> || Operand<B>)
 constexpr auto project(X&& x, W&& w, B&& b = {}) {
   using BE = typename detail::bias_expression<B>::type;
   if constexpr (std::is_same_v<BE, no_bias>)

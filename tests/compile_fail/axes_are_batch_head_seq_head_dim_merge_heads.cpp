@@ -1,0 +1,18 @@
+// merge_heads(x): x is split heads (batch, head, seq, head_dim); an activation is not.
+// expect: axes_are_batch_head_seq_head_dim
+// expect: argus::batch<2>, argus::seq<16>, argus::model<64>
+// expect-clang: does not satisfy 'axes_are_batch_head_seq_head_dim'
+#include <argus/expr/attention.hpp>
+#include <argus/tensor/tensor.hpp>
+
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<16>, argus::model<64>>>;
+
+void build(const activation& x) {
+  (void)argus::merge_heads(argus::split_heads<8>(x));
+#ifdef ARGUS_EXPECT_COMPILE_ERROR
+  (void)argus::merge_heads(x);  // already merged
+#endif
+}
+
+int main() { return 0; }

@@ -1,0 +1,26 @@
+// multi_head_attention(w_q, w_k, w_v, w_o): W_v has kv_heads · d_v columns.
+// The module below has d_model 64, 8 heads of d_k = d_v = 8, 2 key/value heads, kdim 32, vdim 48:
+// W_q (64, 8·8), W_k (32, 2·8), W_v (48, 2·8), W_o (8·8, 64).
+// expect: w_v_cols_equal_kv_heads_times_d_v
+// expect-clang: '64UL == 2UL \* 8UL'
+#include <argus/expr/attention.hpp>
+#include <argus/tensor/tensor.hpp>
+
+using mha =
+    argus::multi_head_attention<64, 8, argus::mha_options{.kv_heads = 2, .kdim = 32, .vdim = 48}>;
+template <std::size_t Rows, std::size_t Cols>
+using weight = argus::tensor<float, argus::shape<argus::model<Rows>, argus::model<Cols>>>;
+
+void build(const weight<64, 64>& w_q, const weight<32, 16>& w_k, const weight<48, 16>& w_v,
+           const weight<64, 64>& w_o, const weight<48, 64>& bad) {
+  const mha twin(w_q, w_k, w_v, w_o);
+  (void)twin;
+#ifdef ARGUS_EXPECT_COMPILE_ERROR
+  const mha misuse(w_q, w_k, bad, w_o);  // W_v has 64 columns, kv_heads · d_v is 16
+  (void)misuse;
+#else
+  (void)bad;
+#endif
+}
+
+int main() { return 0; }

@@ -1,0 +1,308 @@
+// Compile-only checks of the expression layer (STYLE.md section 6): which operands each entry
+// point accepts, the shape type of each result (static extents propagate, dyn stays dyn), and a
+// rejection, one comment each, for every relation an entry point checks.
+//
+// A rejection is tested through a concept: a requires-expression with an invalid requirement
+// outside a template is ill-formed (GCC 12 and Clang 14 both reject it), inside one it is false.
+#include <argus/expr/attention.hpp>
+#include <argus/tensor/tensor.hpp>
+#include <argus/tensor/tensor_concepts.hpp>
+#include <argus/tensor/tensor_view.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace static_expr_test {
+
+using argus::batch;
+using argus::dyn;
+using argus::head;
+using argus::head_dim;
+using argus::model;
+using argus::seq;
+using argus::shape;
+using argus::tensor;
+
+// ---- One concept per entry point: "this call compiles" -----------------------------------
+
+template <std::size_t Heads, class X>
+concept can_split_heads = requires(X&& x) {
+  argus::split_heads<Heads>(std::forward<X>(x));
+};
+template <class X>
+concept can_merge_heads = requires(X&& x) {
+  argus::merge_heads(std::forward<X>(x));
+};
+template <class X, class W>
+concept can_project = requires(X&& x, W&& w) {
+  argus::project(std::forward<X>(x), std::forward<W>(w));
+};
+template <class X, class W, class B>
+concept can_project_with_bias = requires(X&& x, W&& w, B&& b) {
+  argus::project(std::forward<X>(x), std::forward<W>(w), std::forward<B>(b));
+};
+template <class Q, class K>
+concept can_score = requires(Q&& q, K&& k) {
+  argus::scores(std::forward<Q>(q), std::forward<K>(k));
+};
+template <class E, class M>
+concept can_mask = requires(E&& e, const M& m) {
+  argus::mask(std::forward<E>(e), m);
+};
+template <class E>
+concept can_softmax = requires(E&& e) {
+  argus::softmax(std::forward<E>(e));
+};
+template <class P, class V>
+concept can_attend = requires(P&& p, V&& v) {
+  argus::attend(std::forward<P>(p), std::forward<V>(v));
+};
+template <class P>
+concept can_ignore_keys = requires(P&& p) {
+  argus::ignore_keys(std::forward<P>(p));
+};
+template <class P>
+concept can_ignore_where = requires(P&& p) {
+  argus::ignore_where(std::forward<P>(p));
+};
+template <class P>
+concept can_add_to_scores = requires(P&& p) {
+  argus::add_to_scores(std::forward<P>(p));
+};
+
+// The result type of an entry point, for the shape checks below.
+template <std::size_t Heads, class X>
+using split_t = decltype(argus::split_heads<Heads>(std::declval<X>()));
+template <class Q, class K>
+using scores_t = decltype(argus::scores(std::declval<Q>(), std::declval<K>()));
+template <class P, class V>
+using attend_t = decltype(argus::attend(std::declval<P>(), std::declval<V>()));
+template <class X, class W>
+using project_t = decltype(argus::project(std::declval<X>(), std::declval<W>()));
+
+// ---- Operands ----------------------------------------------------------------------------
+
+using activation = tensor<float, shape<batch<2>, seq<16>, model<64>>>;
+using activation_view = argus::tensor_view<const float, shape<batch<2>, seq<16>, model<64>>>;
+
+static_assert(argus::Tensor<activation> && !argus::TensorView<activation>);
+static_assert(argus::TensorView<activation_view> && !argus::Tensor<activation_view>);
+static_assert(argus::TensorLike<const activation&> && argus::TensorLike<activation_view>);
+static_assert(!argus::TensorLike<int>);
+
+static_assert(argus::Operand<const activation&>);  // a named tensor: held by reference
+static_assert(argus::Operand<activation&>);
+static_assert(!argus::Operand<activation>);    // a temporary tensor would dangle
+static_assert(!argus::Operand<activation&&>);  // so would a moved-from one
+static_assert(!argus::operand_is_not_a_temporary_tensor<activation>);
+static_assert(argus::Operand<activation_view>);  // a view is a value: a temporary one is fine
+static_assert(argus::Operand<split_t<8, const activation&>>);  // an expression is a value
+static_assert(!argus::Operand<int>);
+
+static_assert(!argus::Expression<activation>);  // a tensor becomes an expression as a leaf
+static_assert(argus::Expression<argus::expression_t<const activation&>>);
+static_assert(std::is_same_v<argus::expression_t<const activation&>,
+                             argus::leaf<const float, shape<batch<2>, seq<16>, model<64>>>>);
+static_assert(argus::Expression<split_t<8, const activation&>>);
+static_assert(
+    std::is_same_v<argus::shape_of<const activation&>, shape<batch<2>, seq<16>, model<64>>>);
+static_assert(std::is_same_v<argus::value_type_of<const activation&>, float>);
+static_assert(argus::extent_of<const activation&, 2> == 64);
+
+// A temporary tensor is rejected by every entry point (named tensors and views are fine).
+static_assert(can_split_heads<8, const activation&> && can_split_heads<8, activation_view>);
+static_assert(!can_split_heads<8, activation>);  // temporary tensor
+static_assert(!can_merge_heads<activation>);     // temporary tensor
+
+// ---- split_heads and merge_heads ---------------------------------------------------------
+
+using activation_dyn = tensor<float, shape<batch<>, seq<>, model<64>>>;
+using transposed = tensor<float, shape<batch<2>, model<64>, seq<64>>>;
+
+static_assert(std::is_same_v<split_t<8, const activation&>::shape_type,
+                             shape<batch<2>, head<8>, seq<16>, head_dim<8>>>);  // d_k = 64 / 8
+static_assert(std::is_same_v<split_t<8, const activation_dyn&>::shape_type,
+                             shape<batch<dyn>, head<8>, seq<dyn>, head_dim<8>>>);  // dyn stays dyn
+static_assert(std::is_same_v<split_t<1, const activation&>::shape_type,
+                             shape<batch<2>, head<1>, seq<16>, head_dim<64>>>);
+static_assert(!can_split_heads<7, const activation&>);  // 64 % 7 != 0
+static_assert(!can_split_heads<0, const activation&>);  // no heads
+static_assert(!can_split_heads<8, const transposed&>);  // (batch, model, seq): axes, not sizes
+static_assert(!can_split_heads<8, split_t<8, const activation&>>);  // already split
+
+static_assert(std::is_same_v<decltype(argus::merge_heads(
+                                 std::declval<split_t<8, const activation&>>()))::shape_type,
+                             shape<batch<2>, seq<16>, model<64>>>);  // merge undoes split
+static_assert(std::is_same_v<decltype(argus::merge_heads(
+                                 std::declval<split_t<8, const activation_dyn&>>()))::shape_type,
+                             shape<batch<dyn>, seq<dyn>, model<64>>>);
+static_assert(!can_merge_heads<const activation&>);  // not split into heads
+
+// ---- project -----------------------------------------------------------------------------
+
+using weight = tensor<float, shape<model<64>, model<32>>>;  // stacked (Din, Dout)
+using weight_double = tensor<double, shape<model<64>, model<32>>>;
+using weight_narrow = tensor<float, shape<model<48>, model<32>>>;
+using per_head_weight = tensor<float, shape<head<4>, model<64>, head_dim<8>>>;  // (H, Din, DK)
+using slice_weight = tensor<float, shape<head<8>, model<8>, head_dim<4>>>;      // (H, Din/H, DK)
+using bias = tensor<float, shape<model<32>>>;
+using bias_short = tensor<float, shape<model<16>>>;
+using per_head_bias = tensor<float, shape<head<4>, head_dim<8>>>;
+
+static_assert(std::is_same_v<project_t<const activation&, const weight&>::shape_type,
+                             shape<batch<2>, seq<16>, model<32>>>);  // stacked
+static_assert(std::is_same_v<project_t<const activation_dyn&, const weight&>::shape_type,
+                             shape<batch<dyn>, seq<dyn>, model<32>>>);  // dyn stays dyn
+static_assert(std::is_same_v<project_t<const activation&, const per_head_weight&>::shape_type,
+                             shape<batch<2>, head<4>, seq<16>, head_dim<8>>>);  // per head
+static_assert(
+    std::is_same_v<project_t<split_t<8, const activation&>, const slice_weight&>::shape_type,
+                   shape<batch<2>, head<8>, seq<16>, head_dim<4>>>);  // narrow
+static_assert(can_project_with_bias<const activation&, const weight&, const bias&>);
+static_assert(
+    can_project_with_bias<const activation&, const per_head_weight&, const per_head_bias&>);
+static_assert(can_project_with_bias<const activation&, const weight&, argus::no_bias>);
+
+static_assert(can_project<const activation&, const weight&>);
+static_assert(
+    !can_project<const activation&, const weight_narrow&>);  // x is 64 wide, W has 48 rows
+static_assert(!can_project<const activation&, const weight_double&>);  // float x, double W
+static_assert(
+    !can_project_with_bias<const activation&, const weight&, const bias_short&>);  // 16 != 32
+static_assert(!can_project_with_bias<const activation&, const weight&, int>);  // not a bias at all
+static_assert(!can_project<split_t<8, const activation&>,
+                           const per_head_weight&>);  // 4 weight heads, 8 input heads
+static_assert(
+    !can_project<split_t<8, const activation&>, const weight&>);  // split input, stacked W
+static_assert(!can_project<const transposed&, const weight&>);  // not an activation nor split heads
+static_assert(!can_project<const activation&, const activation&>);  // not a weight
+static_assert(!can_project<activation, const weight&>);             // temporary tensor
+
+// ---- scores ------------------------------------------------------------------------------
+
+template <std::size_t B, std::size_t H, std::size_t S, std::size_t D>
+using heads = tensor<float, shape<batch<B>, head<H>, seq<S>, head_dim<D>>>;
+using heads_dyn = tensor<float, shape<batch<>, head<8>, seq<>, head_dim<8>>>;
+using heads_double = tensor<double, shape<batch<2>, head<8>, seq<12>, head_dim<8>>>;
+
+// (B,H,Sq,DK) and (B,G,Skv,DK) give (B,H,Sq,Skv).
+static_assert(
+    std::is_same_v<scores_t<const heads<2, 8, 16, 8>&, const heads<2, 2, 12, 8>&>::shape_type,
+                   shape<batch<2>, head<8>, seq<16>, seq<12>>>);
+static_assert(std::is_same_v<scores_t<const heads_dyn&, const heads_dyn&>::shape_type,
+                             shape<batch<dyn>, head<8>, seq<dyn>, seq<dyn>>>);  // dyn stays dyn
+static_assert(std::is_same_v<scores_t<const heads<2, 8, 16, 8>&, const heads_dyn&>::shape_type,
+                             shape<batch<2>, head<8>, seq<16>, seq<dyn>>>);
+static_assert(std::is_same_v<
+              scores_t<const heads<2, 8, 16, 8>&, const heads<2, 8, 12, 8>&>::value_type, float>);
+static_assert(can_score<split_t<8, const activation&>, split_t<8, const activation&>>);
+static_assert(
+    can_score<const heads<2, 8, 16, 8>&, const heads_dyn&>);  // batch 2 vs dyn: checked at run time
+
+static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads<2, 8, 12, 16>&>);  // d_k 8 vs 16
+static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads<2, 3, 12, 8>&>);   // 8 % 3 != 0
+static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads<3, 8, 12, 8>&>);   // batch 2 vs 3
+static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads_double&>);    // float vs double
+static_assert(!can_score<const activation&, split_t<8, const activation&>>);  // queries not split
+static_assert(!can_score<split_t<8, const activation&>, const activation&>);  // keys not split
+
+// ---- masks -------------------------------------------------------------------------------
+
+using scores = tensor<float, shape<batch<2>, head<8>, seq<16>, seq<12>>>;
+using scores_dyn = tensor<float, shape<batch<>, head<8>, seq<>, seq<>>>;
+template <std::size_t B, std::size_t S>
+using padding = tensor<std::uint8_t, shape<batch<B>, seq<S>>>;
+template <std::size_t Q, std::size_t K>
+using pair_mask = tensor<bool, shape<seq<Q>, seq<K>>>;
+template <std::size_t Q, std::size_t K>
+using additive = tensor<float, shape<seq<Q>, seq<K>>>;
+using keys_mask = decltype(argus::ignore_keys(std::declval<const padding<2, 12>&>()));
+using pairs_mask = decltype(argus::ignore_where(std::declval<const pair_mask<16, 12>&>()));
+
+static_assert(argus::Mask<argus::causal_mask> && argus::Mask<keys_mask> && argus::Mask<pairs_mask>);
+static_assert(argus::Mask<decltype(argus::add_to_scores(std::declval<const additive<16, 12>&>()))>);
+static_assert(!argus::Mask<padding<2, 12>>);  // a tensor is not a mask: say how it masks
+static_assert(can_ignore_keys<const tensor<bool, shape<batch<2>, seq<12>>>&>);
+static_assert(
+    !can_ignore_keys<const tensor<float, shape<batch<2>, seq<12>>>&>);  // float: add_to_scores
+static_assert(!can_ignore_keys<const pair_mask<16, 12>&>);              // (seq, seq): ignore_where
+static_assert(!can_ignore_where<const padding<2, 12>&>);                // (batch, seq): ignore_keys
+static_assert(!can_ignore_where<const additive<16, 12>&>);              // float: add_to_scores
+static_assert(!can_add_to_scores<const tensor<int, shape<seq<16>, seq<12>>>&>);  // int logits
+static_assert(!can_add_to_scores<const padding<2, 12>&>);                        // (batch, seq)
+static_assert(!can_ignore_keys<padding<2, 12>>);                                 // temporary tensor
+
+static_assert(
+    std::is_same_v<decltype(argus::mask(std::declval<const scores&>(), argus::causal))::shape_type,
+                   shape<batch<2>, head<8>, seq<16>, seq<12>>>);  // a mask keeps the shape
+static_assert(can_mask<const scores&, argus::causal_mask>);
+static_assert(can_mask<const scores&, keys_mask> && can_mask<const scores&, pairs_mask>);
+static_assert(can_mask<const scores&,
+                       decltype(argus::add_to_scores(std::declval<const additive<16, 12>&>()))>);
+static_assert(can_mask<const scores_dyn&, keys_mask>);  // scores' extents dyn: checked at run time
+static_assert(can_mask<const scores&,
+                       decltype(argus::ignore_keys(std::declval<const padding<dyn, dyn>&>()))>);
+static_assert(
+    !can_mask<const scores&, decltype(argus::ignore_keys(
+                                 std::declval<const padding<2, 16>&>()))>);  // 16 entries, 12 keys
+static_assert(
+    !can_mask<const scores&, decltype(argus::ignore_keys(
+                                 std::declval<const padding<3, 12>&>()))>);  // batch 3 vs 2
+static_assert(!can_mask<const scores&,
+                        decltype(argus::ignore_where(
+                            std::declval<const pair_mask<20, 12>&>()))>);  // 20 rows, 16 queries
+static_assert(!can_mask<const scores&,
+                        decltype(argus::ignore_where(
+                            std::declval<const pair_mask<16, 16>&>()))>);  // 16 columns, 12 keys
+static_assert(!can_mask<const scores&, decltype(argus::add_to_scores(
+                                           std::declval<const additive<20, 12>&>()))>);  // 20 rows
+static_assert(
+    !can_mask<
+        const scores&,
+        decltype(argus::add_to_scores(
+            std::declval<const tensor<double, shape<seq<16>, seq<12>>>&>()))>);  // double logits,
+                                                                                 // float scores
+static_assert(!can_mask<const heads<2, 8, 16, 8>&, argus::causal_mask>);         // not scores
+static_assert(!can_mask<const scores&, padding<2, 12>>);                         // not a mask
+
+// ---- softmax and attend ------------------------------------------------------------------
+
+static_assert(std::is_same_v<decltype(argus::softmax(std::declval<const scores&>()))::shape_type,
+                             shape<batch<2>, head<8>, seq<16>, seq<12>>>);
+static_assert(can_softmax<const scores&> && can_softmax<const scores_dyn&>);
+static_assert(
+    !can_softmax<const heads<2, 8, 16, 16>&>);  // (batch, head, seq, head_dim): not scores
+static_assert(!can_softmax<const activation&>);
+
+// (B,H,Sq,Skv) and (B,G,Skv,DV) give (B,H,Sq,DV).
+static_assert(std::is_same_v<attend_t<const scores&, const heads<2, 2, 12, 4>&>::shape_type,
+                             shape<batch<2>, head<8>, seq<16>, head_dim<4>>>);
+static_assert(std::is_same_v<attend_t<const scores_dyn&, const heads_dyn&>::shape_type,
+                             shape<batch<dyn>, head<8>, seq<dyn>, head_dim<8>>>);  // dyn stays dyn
+static_assert(can_attend<const scores&, const heads<2, 8, 12, 8>&>);
+static_assert(
+    can_attend<const scores&, const heads_dyn&>);  // 12 keys vs dyn values: checked at run time
+static_assert(!can_attend<const scores&, const heads<2, 8, 10, 8>&>);  // 12 keys, 10 values
+static_assert(!can_attend<const scores&, const heads<3, 8, 12, 8>&>);  // batch 2 vs 3
+static_assert(!can_attend<const scores&, const heads<2, 3, 12, 8>&>);  // 8 % 3 != 0
+static_assert(
+    !can_attend<
+        const scores&,
+        const tensor<double, shape<batch<2>, head<8>, seq<12>, head_dim<8>>>&>);  // float vs double
+static_assert(!can_attend<const heads<2, 8, 16, 12>&,
+                          const heads<2, 8, 12, 8>&>);         // weights must be (b, h, seq, seq)
+static_assert(!can_attend<const scores&, const activation&>);  // values not split
+
+// The whole chain, built from the parts.
+using chain_t = decltype(argus::merge_heads(argus::attend(
+    argus::softmax(argus::mask(argus::scores(std::declval<split_t<8, const activation&>>(),
+                                             std::declval<split_t<8, const activation&>>()),
+                               argus::causal)),
+    std::declval<split_t<8, const activation&>>())));
+static_assert(std::is_same_v<chain_t::shape_type, shape<batch<2>, seq<16>, model<64>>>);
+static_assert(argus::expression_has_attention_weights<chain_t>);
+static_assert(!argus::expression_has_attention_weights<split_t<8, const activation&>>);
+
+}  // namespace static_expr_test
