@@ -19,9 +19,10 @@ namespace argus {
 
 // --- The module's configuration -------------------------------------------------------
 
-/// d_k = d_model / heads needs heads to divide d_model.
-template <std::size_t DModel, std::size_t Heads>
-concept heads_divide_d_model = Heads != 0 && DModel % Heads == 0;
+/// d_k = d_model / heads needs heads to divide d_model (only when d_k is derived that way:
+/// a module given its d_k explicitly passes DKDerived = false).
+template <std::size_t DModel, std::size_t Heads, bool DKDerived = true>
+concept heads_divide_d_model = Heads != 0 && DModel % (DKDerived ? Heads : 1) == 0;
 
 /// Grouped-query attention: each key/value head serves heads / kv_heads query heads.
 template <std::size_t Heads, std::size_t KVHeads>
@@ -129,6 +130,9 @@ concept axes_are_a_stacked_or_per_head_weight =
 /// A stacked weight of a module: (model, model).
 template <class S>
 concept axes_are_a_stacked_weight = shape_has_axes<S, model, model>;
+/// A bias: (model) for a stacked weight, (head, head_dim) for a per-head one.
+template <class S>
+concept axes_are_a_bias = shape_has_axes<S, model> || shape_has_axes<S, head, head_dim>;
 /// A (seq_q, seq_kv) boolean or additive mask.
 template <class S>
 concept axes_are_seq_seq = shape_has_axes<S, seq, seq>;

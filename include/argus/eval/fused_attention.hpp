@@ -17,6 +17,7 @@
 #include <argus/expr/attention.hpp>
 #include <argus/kernel/flash_attention.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -173,7 +174,8 @@ std::string describe_attention_core(const attend_node<softmax_node<S>, V>& e, co
   std::string masks;
   mask_names(e.weights.scores, masks);
   return "attention core as one loop nest (kernel::flash_attention): query tiles of " +
-         std::to_string(tiles.q_tile) + " × key tiles of " + std::to_string(tiles.k_tile) +
+         std::to_string(std::min(tiles.q_tile, p.seq_q)) + " × key tiles of " +
+         std::to_string(std::min(tiles.k_tile, p.seq_kv)) +
          ", online softmax" + (masks.empty() ? "" : ", masks " + masks) + ", " +
          std::to_string(kernel::flash_attention_scratch_bytes(p)) +
          " bytes of scratch per thread, no (seq_q × seq_kv) buffer; writes " + writes;

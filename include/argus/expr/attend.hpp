@@ -30,9 +30,9 @@ template <Operand P, Operand V>
   requires axes_are_batch_head_seq_seq<shape_of<P>> &&
            axes_are_batch_head_seq_head_dim<shape_of<V>> &&
            value_types_agree<value_type_of<P>, value_type_of<V>> &&
-           kv_heads_divide_query_heads<extent_of<P, 1>, extent_of<V, 1>> &&
-           k_and_v_lengths_agree<extent_of<P, 3>, extent_of<V, 2>> &&
-           batches_agree<extent_of<P, 0>, extent_of<V, 0>>
+           kv_heads_divide_query_heads<axis_t<shape_of<P>, 1>::static_extent, axis_t<shape_of<V>, 1>::static_extent> &&
+           k_and_v_lengths_agree<axis_t<shape_of<P>, 3>::static_extent, axis_t<shape_of<V>, 2>::static_extent> &&
+           batches_agree<axis_t<shape_of<P>, 0>::static_extent, axis_t<shape_of<V>, 0>::static_extent>
 constexpr auto attend(P&& p, V&& v) {
   attend_node<expression_t<P>, expression_t<V>> node{as_expression(std::forward<P>(p)),
                                                      as_expression(std::forward<V>(v))};

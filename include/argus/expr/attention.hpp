@@ -43,10 +43,6 @@ struct mha_dims {
   static constexpr std::size_t heads = Heads;
   static constexpr std::size_t kv_heads = O.kv_heads ? O.kv_heads : Heads;
   static constexpr bool d_k_derived = O.d_k == 0;
-  // What heads_divide_d_model checks: Heads when d_k = d_model / heads is derived; 1 (always
-  // true) when d_k is given. A conjunct rather than `!d_k_derived || ...`, so GCC names the
-  // relation (it does not look inside a disjunction) and Clang shows no spurious note.
-  static constexpr std::size_t d_model_divisor = d_k_derived ? Heads : 1;
   static constexpr std::size_t d_k = O.d_k ? O.d_k : (Heads ? DModel / Heads : 0);
   static constexpr std::size_t d_v = O.d_v ? O.d_v : d_k;
   static constexpr std::size_t kdim = O.kdim ? O.kdim : DModel;
@@ -75,8 +71,7 @@ void copy_elements(const tensor_view<const T, S>& v, tensor<U, R>& t) {
 template <std::size_t DModel, std::size_t Heads, mha_options Options = mha_options{},
           class T = float>
   requires width_is_positive<DModel> && width_is_positive<Heads> &&
-           heads_divide_d_model<DModel,
-                                detail::mha_dims<DModel, Heads, Options>::d_model_divisor> &&
+           heads_divide_d_model<DModel, Heads, detail::mha_dims<DModel, Heads, Options>::d_k_derived> &&
            kv_heads_divide_heads<Heads, detail::mha_dims<DModel, Heads, Options>::kv_heads> &&
            value_type_is_float_or_double<T>
 class multi_head_attention {
@@ -114,14 +109,14 @@ class multi_head_attention {
              axes_are_a_stacked_weight<shape_of<WV>> && axes_are_a_stacked_weight<shape_of<WO>> &&
              value_types_agree<value_type_of<WQ>, T> && value_types_agree<value_type_of<WK>, T> &&
              value_types_agree<value_type_of<WV>, T> && value_types_agree<value_type_of<WO>, T> &&
-             w_q_rows_equal_d_model<extent_of<WQ, 0>, d_model> &&
-             w_q_cols_equal_heads_times_d_k<extent_of<WQ, 1>, heads, d_k> &&
-             w_k_rows_equal_kdim<extent_of<WK, 0>, kdim> &&
-             w_k_cols_equal_kv_heads_times_d_k<extent_of<WK, 1>, kv_heads, d_k> &&
-             w_v_rows_equal_vdim<extent_of<WV, 0>, vdim> &&
-             w_v_cols_equal_kv_heads_times_d_v<extent_of<WV, 1>, kv_heads, d_v> &&
-             w_o_rows_equal_heads_times_d_v<extent_of<WO, 0>, heads, d_v> &&
-             w_o_cols_equal_d_model<extent_of<WO, 1>, d_model>
+             w_q_rows_equal_d_model<axis_t<shape_of<WQ>, 0>::static_extent, d_model> &&
+             w_q_cols_equal_heads_times_d_k<axis_t<shape_of<WQ>, 1>::static_extent, heads, d_k> &&
+             w_k_rows_equal_kdim<axis_t<shape_of<WK>, 0>::static_extent, kdim> &&
+             w_k_cols_equal_kv_heads_times_d_k<axis_t<shape_of<WK>, 1>::static_extent, kv_heads, d_k> &&
+             w_v_rows_equal_vdim<axis_t<shape_of<WV>, 0>::static_extent, vdim> &&
+             w_v_cols_equal_kv_heads_times_d_v<axis_t<shape_of<WV>, 1>::static_extent, kv_heads, d_v> &&
+             w_o_rows_equal_heads_times_d_v<axis_t<shape_of<WO>, 0>::static_extent, heads, d_v> &&
+             w_o_cols_equal_d_model<axis_t<shape_of<WO>, 1>::static_extent, d_model>
   multi_head_attention(WQ&& wq, WK&& wk, WV&& wv, WO&& wo) {
     detail::copy_elements(as_expression(wq).view, w_q);
     detail::copy_elements(as_expression(wk).view, w_k);
@@ -140,20 +135,22 @@ class multi_head_attention {
              axes_are_a_stacked_weight<shape_of<WV>> && axes_are_a_stacked_weight<shape_of<WO>> &&
              value_types_agree<value_type_of<WQ>, T> && value_types_agree<value_type_of<WK>, T> &&
              value_types_agree<value_type_of<WV>, T> && value_types_agree<value_type_of<WO>, T> &&
-             w_q_rows_equal_d_model<extent_of<WQ, 0>, d_model> &&
-             w_q_cols_equal_heads_times_d_k<extent_of<WQ, 1>, heads, d_k> &&
-             w_k_rows_equal_kdim<extent_of<WK, 0>, kdim> &&
-             w_k_cols_equal_kv_heads_times_d_k<extent_of<WK, 1>, kv_heads, d_k> &&
-             w_v_rows_equal_vdim<extent_of<WV, 0>, vdim> &&
-             w_v_cols_equal_kv_heads_times_d_v<extent_of<WV, 1>, kv_heads, d_v> &&
-             w_o_rows_equal_heads_times_d_v<extent_of<WO, 0>, heads, d_v> &&
-             w_o_cols_equal_d_model<extent_of<WO, 1>, d_model> &&
+             w_q_rows_equal_d_model<axis_t<shape_of<WQ>, 0>::static_extent, d_model> &&
+             w_q_cols_equal_heads_times_d_k<axis_t<shape_of<WQ>, 1>::static_extent, heads, d_k> &&
+             w_k_rows_equal_kdim<axis_t<shape_of<WK>, 0>::static_extent, kdim> &&
+             w_k_cols_equal_kv_heads_times_d_k<axis_t<shape_of<WK>, 1>::static_extent, kv_heads, d_k> &&
+             w_v_rows_equal_vdim<axis_t<shape_of<WV>, 0>::static_extent, vdim> &&
+             w_v_cols_equal_kv_heads_times_d_v<axis_t<shape_of<WV>, 1>::static_extent, kv_heads, d_v> &&
+             w_o_rows_equal_heads_times_d_v<axis_t<shape_of<WO>, 0>::static_extent, heads, d_v> &&
+             w_o_cols_equal_d_model<axis_t<shape_of<WO>, 1>::static_extent, d_model> &&
              value_types_agree<value_type_of<BQ>, T> && value_types_agree<value_type_of<BK>, T> &&
              value_types_agree<value_type_of<BV>, T> && value_types_agree<value_type_of<BO>, T> &&
              b_q_length_equals_heads_times_d_k<shape_of<BQ>::static_size(), heads, d_k> &&
              b_k_length_equals_kv_heads_times_d_k<shape_of<BK>::static_size(), kv_heads, d_k> &&
              b_v_length_equals_kv_heads_times_d_v<shape_of<BV>::static_size(), kv_heads, d_v> &&
-             b_o_length_equals_d_model<shape_of<BO>::static_size(), d_model>
+             b_o_length_equals_d_model<shape_of<BO>::static_size(), d_model> &&
+             axes_are_a_bias<shape_of<BQ>> && axes_are_a_bias<shape_of<BK>> &&
+             axes_are_a_bias<shape_of<BV>> && axes_are_a_bias<shape_of<BO>>
   multi_head_attention(WQ&& wq, WK&& wk, WV&& wv, WO&& wo, BQ&& bq, BK&& bk, BV&& bv, BO&& bo)
       : multi_head_attention(wq, wk, wv, wo) {
     detail::copy_elements(as_expression(bq).view, b_q);
@@ -169,13 +166,17 @@ class multi_head_attention {
              axes_are_batch_seq_model<shape_of<XV>> &&
              value_types_agree<value_type_of<XQ>, T> && value_types_agree<value_type_of<XK>, T> &&
              value_types_agree<value_type_of<XV>, T> &&
-             query_width_equals_d_model<extent_of<XQ, 2>, d_model> &&
-             key_width_equals_kdim<extent_of<XK, 2>, kdim> &&
-             value_width_equals_vdim<extent_of<XV, 2>, vdim> &&
-             k_and_v_lengths_agree<extent_of<XK, 1>, extent_of<XV, 1>> &&
-             batches_agree<extent_of<XQ, 0>, extent_of<XK, 0>> &&
-             batches_agree<extent_of<XK, 0>, extent_of<XV, 0>>
+             query_width_equals_d_model<axis_t<shape_of<XQ>, 2>::static_extent, d_model> &&
+             key_width_equals_kdim<axis_t<shape_of<XK>, 2>::static_extent, kdim> &&
+             value_width_equals_vdim<axis_t<shape_of<XV>, 2>::static_extent, vdim> &&
+             k_and_v_lengths_agree<axis_t<shape_of<XK>, 1>::static_extent, axis_t<shape_of<XV>, 1>::static_extent> &&
+             batches_agree<axis_t<shape_of<XQ>, 0>::static_extent, axis_t<shape_of<XK>, 0>::static_extent> &&
+             batches_agree<axis_t<shape_of<XK>, 0>::static_extent, axis_t<shape_of<XV>, 0>::static_extent> &&
+             (mask_fits_scores<Ms, axis_t<shape_of<XQ>, 0>::static_extent,
+                               axis_t<shape_of<XQ>, 1>::static_extent,
+                               axis_t<shape_of<XK>, 1>::static_extent> && ...)
   auto forward(XQ&& x_q, XK&& x_k, XV&& x_v, const Ms&... masks) const {
+    check_inputs(as_expression(x_q).shape(), as_expression(x_k).shape(), as_expression(x_v).shape());
     auto q = split_heads<heads>(projected(std::forward<XQ>(x_q), w_q, b_q));
     auto k = split_heads<kv_heads>(projected(std::forward<XK>(x_k), w_k, b_k));
     auto v = split_heads<kv_heads>(projected(std::forward<XV>(x_v), w_v, b_v));
@@ -193,6 +194,15 @@ class multi_head_attention {
   }
 
  private:
+  template <class SQ, class SK, class SV>
+  static void check_inputs(const SQ& q, const SK& k, const SV& v) {
+    constexpr const char* op = "argus::multi_head_attention::forward";
+    detail::check_extents_agree(op, "the batch of x_q", q.extent(0), "the batch of x_k", k.extent(0));
+    detail::check_extents_agree(op, "the batch of x_k", k.extent(0), "the batch of x_v", v.extent(0));
+    detail::check_extents_agree(op, "the length of x_k (seq_kv)", k.extent(1),
+                                "the length of x_v", v.extent(1));
+  }
+
   template <class X, class W, class B>
   static auto projected(X&& x, const W& w, const B& b) {
     if constexpr (has_bias) return project(std::forward<X>(x), w, b);

@@ -128,14 +128,22 @@ void check_mask_extents(const additive_mask<T, S>& m, std::size_t, std::size_t q
 }
 }  // namespace detail
 
+/// Mask M fits scores of (batch, seq_q, seq_kv): every relation mask() checks.
+template <class M, std::size_t Batch, std::size_t SeqQ, std::size_t SeqKV>
+concept mask_fits_scores = Mask<M> &&
+    padding_batch_equals_batch<detail::mask_extents<M>::padding_batch, Batch> &&
+    padding_length_equals_seq_kv<detail::mask_extents<M>::padding_keys, SeqKV> &&
+    mask_rows_equal_seq_q<detail::mask_extents<M>::rows, SeqQ> &&
+    mask_cols_equal_seq_kv<detail::mask_extents<M>::cols, SeqKV>;
+
 /// Applies mask m to scores s (batch, head, seq_q, seq_kv). Masks compose:
 /// mask(mask(s, causal), ignore_keys(padding)) ignores what either ignores.
 template <Operand E, Mask M>
   requires axes_are_batch_head_seq_seq<shape_of<E>> &&
-           padding_batch_equals_batch<detail::mask_extents<M>::padding_batch, extent_of<E, 0>> &&
-           padding_length_equals_seq_kv<detail::mask_extents<M>::padding_keys, extent_of<E, 3>> &&
-           mask_rows_equal_seq_q<detail::mask_extents<M>::rows, extent_of<E, 2>> &&
-           mask_cols_equal_seq_kv<detail::mask_extents<M>::cols, extent_of<E, 3>> &&
+           padding_batch_equals_batch<detail::mask_extents<M>::padding_batch, axis_t<shape_of<E>, 0>::static_extent> &&
+           padding_length_equals_seq_kv<detail::mask_extents<M>::padding_keys, axis_t<shape_of<E>, 3>::static_extent> &&
+           mask_rows_equal_seq_q<detail::mask_extents<M>::rows, axis_t<shape_of<E>, 2>::static_extent> &&
+           mask_cols_equal_seq_kv<detail::mask_extents<M>::cols, axis_t<shape_of<E>, 3>::static_extent> &&
            (std::is_void_v<typename detail::mask_value_type<M>::type> ||
             value_types_agree<typename detail::mask_value_type<M>::type, value_type_of<E>>)
 constexpr masked_node<expression_t<E>, M> mask(E&& s, const M& m) {

@@ -96,7 +96,7 @@ template <Operand X, Operand W, class B = no_bias>
                                           detail::input_heads<shape_of<X>, shape_of<W>>> &&
            bias_length_equals_weight_cols<detail::bias_length<B, shape_of<W>>::value,
                                           detail::projection_width<shape_of<W>>> &&
-           (std::is_same_v<std::remove_cvref_t<B>, no_bias> || Operand<B>)
+           (std::is_same_v<std::remove_cvref_t<B>, no_bias> || (Operand<B> && axes_are_a_bias<shape_of<B>>))
 constexpr auto project(X&& x, W&& w, B&& b = {}) {
   using BE = typename detail::bias_expression<B>::type;
   if constexpr (std::is_same_v<BE, no_bias>)

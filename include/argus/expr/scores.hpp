@@ -36,12 +36,12 @@ template <Operand Q, Operand K>
   requires axes_are_batch_head_seq_head_dim<shape_of<Q>> &&
            axes_are_batch_head_seq_head_dim<shape_of<K>> &&
            value_types_agree<value_type_of<Q>, value_type_of<K>> &&
-           q_and_k_head_widths_agree<extent_of<Q, 3>, extent_of<K, 3>> &&
-           kv_heads_divide_query_heads<extent_of<Q, 1>, extent_of<K, 1>> &&
-           batches_agree<extent_of<Q, 0>, extent_of<K, 0>>
+           q_and_k_head_widths_agree<axis_t<shape_of<Q>, 3>::static_extent, axis_t<shape_of<K>, 3>::static_extent> &&
+           kv_heads_divide_query_heads<axis_t<shape_of<Q>, 1>::static_extent, axis_t<shape_of<K>, 1>::static_extent> &&
+           batches_agree<axis_t<shape_of<Q>, 0>::static_extent, axis_t<shape_of<K>, 0>::static_extent>
 constexpr auto scores(Q&& q, K&& k,
                       value_type_of<Q> scale = value_type_of<Q>(1) /
-                                               std::sqrt(value_type_of<Q>(extent_of<Q, 3>))) {
+                                               std::sqrt(value_type_of<Q>(axis_t<shape_of<Q>, 3>::static_extent))) {
   scores_node<expression_t<Q>, expression_t<K>> s{as_expression(std::forward<Q>(q)),
                                                   as_expression(std::forward<K>(k)), scale};
   detail::check_extents_agree("argus::scores", "the batch of Q", s.q.shape().extent(0),

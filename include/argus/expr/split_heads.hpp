@@ -29,7 +29,7 @@ struct split_heads_node {
 /// Views x (batch, seq, model<Heads*DK>) as Heads heads (batch, head<Heads>, seq, head_dim<DK>).
 template <std::size_t Heads, Operand X>
   requires axes_are_batch_seq_model<shape_of<X>> &&
-           heads_divide_width<extent_of<X, 2>, Heads>
+           heads_divide_width<axis_t<shape_of<X>, 2>::static_extent, Heads>
 constexpr split_heads_node<Heads, expression_t<X>> split_heads(X&& x) {
   return {as_expression(std::forward<X>(x))};
 }

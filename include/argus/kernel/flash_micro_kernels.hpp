@@ -52,7 +52,7 @@ struct flash_blocking {
   static constexpr std::size_t dot_rows = q_tile / 4;
 
   /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles
-  /// fit kv_tile_bytes (60 keys at d = 64 float, 24 at d = 128).
+  /// fit kv_tile_bytes (60 keys at d = 64 float, 30 at d = 128).
   static constexpr std::size_t k_tile(std::size_t d_k, std::size_t d_v) noexcept {
     const std::size_t keys = kv_tile_bytes / ((d_k + d_v) * sizeof(T)) / key_block * key_block;
     return std::clamp(keys, key_block, 16 * key_block);

@@ -4,6 +4,7 @@
 // memory with other layouts (shape/split.hpp).
 #pragma once
 
+#include <argus/diagnostics/relations.hpp>
 #include <argus/shape/layout.hpp>
 #include <argus/shape/split.hpp>
 
@@ -50,6 +51,7 @@ class tensor_view {
 
 /// The (batch, head, seq, head_dim) view of a (batch, seq, model) view: no copy.
 template <std::size_t Heads, class T, Shape S>
+  requires axes_are_batch_seq_model<S> && heads_divide_width<static_extent_v<S, 2>, Heads>
 constexpr tensor_view<T, split_heads_shape<Heads, S>> split_heads_view(const tensor_view<T, S>& x) {
   return {x.data(), split_layout<Heads>(x.layout())};
 }
