@@ -477,8 +477,10 @@ flash_tiles flash_attention_tiles(const attention_problem<T>& p) noexcept {
   return {blocking::q_tile, blocking::k_tile(p.d_k, p.d_v)};
 }
 
-/// Scratch bytes flash_attention(p) holds per thread (kept for reuse by later calls).
-/// Independent of seq_q and seq_kv.
+/// Scratch bytes flash_attention(p) holds per thread (kept for reuse by later calls); it
+/// does not grow with seq_q or seq_kv. A decode-shaped call whose keys are split over threads
+/// also allocates, for that call, (m, l, d_v accumulators) per row and key chunk:
+/// batch · heads · seq_q · chunks · (d_v + 2) elements, chunks <= 2 · num_threads().
 template <class T>
 std::size_t flash_attention_scratch_bytes(const attention_problem<T>& p) noexcept {
   constexpr std::size_t tile = detail::flash_blocking<T>::q_tile;

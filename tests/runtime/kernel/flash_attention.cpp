@@ -381,6 +381,21 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_logits_stay_finite_and_exact, T, scalar_type
     }
 }
 
+BOOST_AUTO_TEST_CASE(exponential_of_nonpositive_arguments) {
+  using V = argus::kernel::simd<float>;
+  double worst = 0;  // relative error against std::exp in double
+  for (int step = 0; step <= 200000; ++step) {
+    const float x = -86.0f * static_cast<float>(step) / 200000.0f;
+    const float e = argus::kernel::detail::exp_nonpositive(V::broadcast(x))[0];
+    const double ref = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::abs(e - ref) / ref);
+  }
+  BOOST_TEST(worst < 3e-7);  // a few ulp
+  for (float x : {-87.0f, -100.0f, -1e4f, -std::numeric_limits<float>::infinity()})
+    BOOST_TEST(argus::kernel::detail::exp_nonpositive(V::broadcast(x))[0] == 0.0f);
+  BOOST_TEST(argus::kernel::detail::exp_nonpositive(V::broadcast(0.0f))[0] == 1.0f);
+}
+
 BOOST_AUTO_TEST_CASE(tiles_and_scratch_do_not_grow_with_the_sequence) {
   attention_problem<float> p{};
   p.batch = 1, p.heads = 8, p.kv_heads = 8, p.d_k = 64, p.d_v = 64;
