@@ -17,10 +17,12 @@
 // register transposes for gemm_nt. Tile and block sizes, and the measurements that chose
 // them, are in gemm_microkernel.hpp.
 //
-// Measured, one thread, fp32, AVX-512 Xeon with a measured FMA peak of 175 GFLOP/s
-// (bench/kernel_gemm.cpp): (1024 x 512) . (512 x 512) 160 GFLOP/s (91 %) for nn and nt;
-// 4096 rows the same; 128 rows 150 (86 %: B is packed for only 128 rows); Q(1024 x 64) .
-// K(1024 x 64)^T 150-155 (87 %).
+// Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
+// 175 GFLOP/s (best of repeated 5 ms runs, by thread CPU time; the machine was shared):
+// (1024 x 512) . (512 x 512) 160 GFLOP/s (91 %) for nn, 157 for nt; 4096 rows the same;
+// 128 rows 150 (86 %: B is packed for only 128 rows); Q(1024 x 64) . K(1024 x 64)^T 155
+// (88 %). With n = 64 (per-head projections, P . V) 127-140: each packed A sliver then
+// serves only two panels, and copying A from L3 shows.
 #pragma once
 
 #include "argus/kernel/gemm_microkernel.hpp"
