@@ -60,13 +60,24 @@ template <class X>
 concept Operand =
     operand_is_not_a_temporary_tensor<X> && requires(X&& x) { as_expression(std::forward<X>(x)); };
 
+namespace detail {
+// The types of operand X, as members of a class: GCC 12 prints `operand_types<X>::shape_type`
+// where it cannot print an alias defined by decltype (it wrote "typename'decltype_type' not
+// supported by pp_cxx_unqualified_id" in every candidate's requires-clause).
+template <class X>
+struct operand_types {
+  using expression = decltype(as_expression(std::declval<X>()));
+  using shape_type = typename expression::shape_type;
+  using value_type = typename expression::value_type;
+};
+}  // namespace detail
+
 /// The expression type for operand X.
-template <Operand X>
-using expression_t = decltype(as_expression(std::declval<X>()));
+template <Operand X> using expression_t = typename detail::operand_types<X>::expression;
 
 /// The result shape type and value type of an operand.
-template <Operand X> using shape_of = typename expression_t<X>::shape_type;
-template <Operand X> using value_type_of = typename expression_t<X>::value_type;
+template <Operand X> using shape_of = typename detail::operand_types<X>::shape_type;
+template <Operand X> using value_type_of = typename detail::operand_types<X>::value_type;
 
 /// Static extent I of operand X's shape.
 template <Operand X, std::size_t I>
