@@ -51,6 +51,10 @@ template <Expression E, EvaluationPolicy P>
 tensor<typename E::value_type, typename E::shape_type> evaluate(const E& e, P) {
   using T = typename E::value_type;
   auto m = detail::evaluator<P>{}(e);
+  // A row-major result that owns its storage becomes the tensor without a copy.
+  if (m.storage.size() == m.view.size() && m.view.data() == m.storage.data() &&
+      m.view.layout().is_row_major())
+    return detail::tensor_access::adopt(m.view.shape(), std::move(m.storage));
   tensor<T, typename E::shape_type> out(m.view.shape());
   detail::copy_into(m.view, out);
   return out;

@@ -28,11 +28,12 @@ struct materialized {
   std::size_t bytes() const noexcept { return storage.size() * sizeof(T); }
 };
 
-/// A fresh row-major result of shape s (elements zero).
+/// A fresh row-major result of shape s; its elements are uninitialised: every evaluator
+/// step writes each element of the result it allocates.
 template <class T, Shape S>
 materialized<T, S> allocate(const S& s) {
   materialized<T, S> m;
-  m.storage = aligned_buffer<T>(s.size());
+  m.storage = aligned_buffer<T>(s.size(), uninitialized);
   m.view = tensor_view<const T, S>(m.storage.data(), s);
   return m;
 }

@@ -26,8 +26,13 @@
 
 namespace argus::detail {
 
-/// Rows per parallel task in row-blocked products.
-inline constexpr std::size_t rows_per_task = 64;
+/// Rows per task of a row-blocked product over `rows` rows: one block per thread (each
+/// gemm call packs the whole weight, so fewer, taller blocks are cheaper), at least 16 rows.
+inline std::size_t rows_per_task(std::size_t rows) {
+  const std::size_t threads = std::max<std::size_t>(1, num_threads());
+  const std::size_t per = (rows + threads - 1) / threads;
+  return std::max<std::size_t>(16, (per + 15) / 16 * 16);
+}
 
 /// A row-major, unit-stride copy of v if v is not already one (kernels need unit stride).
 template <class T, Shape S>
@@ -81,9 +86,10 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
     // (B*S, Din)·(Din, Dout): one product over all rows, split into row blocks.
     const std::size_t rows = x.view.extent(0) * x.view.extent(1);
     const std::size_t din = x.view.extent(2), dout = r.view.extent(2);
-    const std::size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
+    const std::size_t block = rows_per_task(rows);
+    const std::size_t tasks = (rows + block - 1) / block;
     kernel::parallel_for(tasks, [&](std::size_t t, std::size_t) {
-      const std::size_t r0 = t * rows_per_task, m = std::min(rows_per_task, rows - r0);
+      const std::size_t r0 = t * block, m = std::min(block, rows - r0);
       kernel::gemm_nn<T>(m, dout, din, T(1), xp + r0 * din, din, wp, dout, out + r0 * dout, dout,
                          bias);
     });

@@ -7,19 +7,31 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 namespace argus {
 
-/// n value-initialised elements of T at an address aligned to kernel::buffer_alignment.
+/// Tag: leave the elements of a new buffer uninitialised (the caller writes every one).
+struct uninitialized_t {
+  explicit uninitialized_t() = default;
+};
+inline constexpr uninitialized_t uninitialized{};
+
+/// n elements of T at an address aligned to kernel::buffer_alignment; value-initialised
+/// (zero) unless constructed with `uninitialized`.
 template <class T>
 class aligned_buffer {
+  static_assert(std::is_trivial_v<T>, "argus::aligned_buffer holds trivial element types");
+
  public:
   aligned_buffer() noexcept = default;
-  explicit aligned_buffer(std::size_t n) : size_(n) {
+  explicit aligned_buffer(std::size_t n) : aligned_buffer(n, uninitialized) {
+    std::uninitialized_value_construct_n(data_.get(), n);
+  }
+  aligned_buffer(std::size_t n, uninitialized_t) : size_(n) {
     if (n == 0) return;
     data_.reset(static_cast<T*>(
         ::operator new[](n * sizeof(T), std::align_val_t{kernel::buffer_alignment})));
-    std::uninitialized_value_construct_n(data_.get(), n);
   }
   aligned_buffer(const aligned_buffer& o) : aligned_buffer(o.size_) {
     std::copy_n(o.data(), size_, data());

@@ -13,9 +13,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
+#include <utility>
 #include <type_traits>
 
 namespace argus {
+
+namespace detail {
+struct tensor_access;
+}  // namespace detail
 
 template <class T, Shape S>
 class tensor {
@@ -65,8 +70,21 @@ class tensor {
   void fill(T v) noexcept { std::fill(begin(), end(), v); }
 
  private:
+  friend struct detail::tensor_access;
+  tensor(const S& s, aligned_buffer<T>&& b) noexcept : shape_(s), buffer_(std::move(b)) {}
+
   S shape_;
   aligned_buffer<T> buffer_;
 };
+
+namespace detail {
+/// For evaluators: a tensor that takes over a row-major buffer of exactly s.size() elements.
+struct tensor_access {
+  template <class T, Shape S>
+  static tensor<T, S> adopt(const S& s, aligned_buffer<T>&& b) noexcept {
+    return tensor<T, S>(s, std::move(b));
+  }
+};
+}  // namespace detail
 
 }  // namespace argus
