@@ -103,6 +103,10 @@ void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask
 // --- The patterns -------------------------------------------------------------------------
 
 template <class E> struct attention_core_traits { static constexpr bool ok = false; };
+template <class E> struct is_split_stacked_projection : std::false_type {};
+template <std::size_t H, class X, class W, class B>
+struct is_split_stacked_projection<split_heads_node<H, projection<X, W, B>>>
+    : std::bool_constant<!projection<X, W, B>::per_head> {};
 template <class E> struct is_split_heads : std::false_type {};
 template <std::size_t H, class X> struct is_split_heads<split_heads_node<H, X>> : std::true_type {};
 template <class S, class V>
@@ -193,6 +197,51 @@ void describe_core_operands(const attend_node<softmax_node<S>, V>& e, const Plan
 
 namespace argus {
 
+/// split_heads<H>(x·W + b), stacked weight: the product is computed head by head, each
+/// head's d_k columns of W into its own (seq, d_k) block, so the projection writes the
+/// (batch, head, seq, d_k) layout directly -- no copy, and rows d_k apart rather than h·d_k
+/// apart, which keeps the loop nest's K and V tiles from crowding a few L1 sets.
+struct fused_split_heads_projection {
+  template <class E> static constexpr bool matches = detail::is_split_stacked_projection<E>::value;
+
+  template <std::size_t H, class X, class W, class B, class Ev>
+  static auto evaluate(const split_heads_node<H, projection<X, W, B>>& e, const Ev& ev) {
+    using T = typename X::value_type;
+    using node = projection<X, W, B>;
+    auto x = detail::contiguous(ev(e.x.x));
+    auto w = detail::contiguous(ev(e.x.w));
+    const T* bias = nullptr;
+    detail::materialized<T, typename std::conditional_t<node::has_bias, B, X>::shape_type> bm;
+    if constexpr (node::has_bias) {
+      bm = detail::contiguous(ev(e.x.b));
+      bias = bm.view.data();
+    }
+    auto r = detail::allocate<T>(e.shape());  // (B,H,SEQ,D_K)
+    const std::size_t batch = r.view.extent(0), seq = r.view.extent(2), dk = r.view.extent(3);
+    const std::size_t din = x.view.extent(2);
+    const T* xp = x.view.data();
+    const T* wp = w.view.data();
+    T* out = r.mutable_data();
+    kernel::parallel_for(batch * H, [&](std::size_t t, std::size_t) {
+      const std::size_t b = t / H, h = t % H;
+      kernel::gemm_nn<T>(seq, dk, din, T(1), xp + b * seq * din, din, wp + h * dk, H * dk,
+                         out + t * seq * dk, dk, bias ? bias + h * dk : nullptr);
+    });
+    return r;
+  }
+
+  template <std::size_t H, class X, class W, class B, class Planner>
+  static void describe(const split_heads_node<H, projection<X, W, B>>& e, const Planner& p, int depth) {
+    p.add(depth, true,
+          "split_heads<" + std::to_string(H) + ">(x·W" + (projection<X, W, B>::has_bias ? " + b" : "") +
+              "): the product written head by head into (B,H,SEQ,D_K) (kernel::gemm_nn), no copy",
+          detail::extents_string(e.shape()), detail::result_bytes(e));
+    p(e.x.x, depth + 1);
+    p(e.x.w, depth + 1);
+    if constexpr (projection<X, W, B>::has_bias) p(e.x.b, depth + 1);
+  }
+};
+
 /// split_heads<H>(x) as a strided view of x's storage: no copy.
 struct fused_split_heads_view {
   template <class E> static constexpr bool matches = detail::is_split_heads<E>::value;
@@ -259,7 +308,8 @@ struct fused_attention_merged {
 namespace detail {
 /// The fused policy's table, in priority order (see select.hpp).
 template <> struct patterns_of<fused_policy> {
-  using type = pattern_list<fused_attention_merged, fused_attention_core, fused_split_heads_view>;
+  using type = pattern_list<fused_attention_merged, fused_attention_core,
+                            fused_split_heads_projection, fused_split_heads_view>;
 };
 }  // namespace detail
 
