@@ -1,0 +1,117 @@
+// bench/attention_core.cpp -- the attention core through the library, three evaluators.
+//
+// The expression attend(softmax(scores(q, k))) (with mask(..., causal) for the causal rows)
+// on split-heads tensors q (batch, head<H>, seq_q, head_dim<D_K>), k and v (batch, head<G>,
+// seq_kv, head_dim<D_K>), batch 1, evaluated into an existing tensor by
+//   fused     evaluate(e, argus::fused, o): one loop nest, no (seq_q × seq_kv) buffer
+//   unfused   evaluate(e, argus::unfused, o): scores, softmax, P·V each materialised
+//   eigen     the Eigen peer (eigen_attention.hpp): per head Q_h·K_hᵀ, softmax, P·V
+// Rows (names read BM_core/<evaluator>/n:1024/h:8/threads:1):
+//   BM_core          n = seq_q = seq_kv in 128 ... 8192, h 8, d_k 64
+//   BM_core_causal   causal mask, n 1024 and 4096
+//   BM_core_gqa      grouped-query: 8 query heads over kv_h 2 key/value heads
+//   BM_core_cross    n_q 256 queries against n_kv 4096 keys
+//   BM_core_decode   one query against n_kv keys (1024, 4096, 8192)
+//   BM_core_heads    h 1 ... 16 heads at d_model 512 (d_k = 512 / h), n 1024
+//   BM_peak_fma      the FMA peak that peak_pct divides by
+// each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
+// (halved for causal).
+// smoke-filter: BM_core/(fused|unfused|eigen)/n:128/h:8/threads:1/
+#include "attention_support.hpp"
+
+#include <argus/argus.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using argus::bench::evaluator;
+using argus::bench::row_args;
+namespace peer = argus::bench::eigen_peer;
+
+/// One row: H query heads over G key/value heads of width DK.
+template <std::size_t H, std::size_t G, std::size_t DK, bool Causal>
+void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
+  using namespace argus;
+  const std::size_t sq = a.seq_q(state), skv = a.seq_kv(state);
+  const int threads = a.thread_count(state);
+  bench::start_row(threads);
+  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(1, sq);    // (B,H,SEQ_Q,D_K)
+  tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> k(1, skv);   // (B,G,SEQ_KV,D_K)
+  tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> v(1, skv);   // (B,G,SEQ_KV,D_K)
+  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> o(1, sq);    // (B,H,SEQ_Q,D_K)
+  bench::fill_random(q.data(), q.size(), 1, 1.0f);
+  bench::fill_random(k.data(), k.size(), 2, 1.0f);
+  bench::fill_random(v.data(), v.size(), 3, 1.0f);
+  const auto e = [&] {
+    if constexpr (Causal) return attend(softmax(mask(scores(q, k), causal)), v);
+    else return attend(softmax(scores(q, k)), v);
+  }();
+  const double flops = bench::core_flops(1, H, sq, skv, DK, DK, Causal);
+  const peer::core_dims dims{1, H, G, sq, skv, DK, DK};
+  const auto eigen_call = [&] {
+    peer::core(dims, {q.data(), H * sq * DK, sq * DK, DK}, {k.data(), G * skv * DK, skv * DK, DK},
+               {v.data(), G * skv * DK, skv * DK, DK}, {o.data(), H * sq * DK, sq * DK, DK},
+               1.0f / std::sqrt(float(DK)), Causal, threads);
+  };
+  switch (ev) {
+    case evaluator::fused:
+      bench::timed_loop(state, threads, flops, double(explain(e, fused).materialised_bytes()),
+                        [&] { evaluate(e, fused, o); });
+      break;
+    case evaluator::unfused:
+      bench::timed_loop(state, threads, flops, double(explain(e, unfused).materialised_bytes()),
+                        [&] { evaluate(e, unfused, o); });
+      break;
+    case evaluator::eigen:
+      bench::timed_loop(state, threads, flops, double(peer::core_bytes(dims, threads)), eigen_call);
+      break;
+  }
+  if (bench::checking()) {
+    const auto reference = ev == evaluator::fused ? evaluate(e, unfused) : evaluate(e, fused);
+    bench::check_close(state, o.data(), reference.data(), o.size());
+  }
+}
+
+std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int64_t>& ns, std::int64_t h,
+                                                     std::vector<std::int64_t> extra = {}) {
+  std::vector<std::vector<std::int64_t>> rows;
+  for (std::int64_t threads : {1, 2})
+    for (std::int64_t n : ns) {
+      std::vector<std::int64_t> r{n, h};
+      r.insert(r.end(), extra.begin(), extra.end());
+      r.push_back(threads);
+      rows.push_back(r);
+    }
+  return rows;
+}
+
+const bool registered = [] {
+  using argus::bench::add_rows;
+  argus::bench::add_peak_rows();
+  add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
+           cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8));
+  add_rows("BM_core_causal", core_row<8, 8, 64, true>, {"n", "h", "threads"}, cross_product({1024, 4096}, 8));
+  add_rows("BM_core_gqa", core_row<8, 2, 64, false>, {"n", "h", "kv_h", "threads"},
+           cross_product({1024, 4096}, 8, {2}));
+  add_rows("BM_core_cross", core_row<8, 8, 64, false>, {"n_q", "n_kv", "h", "threads"},
+           {{256, 4096, 8, 1}, {256, 4096, 8, 2}});
+  add_rows("BM_core_decode", core_row<8, 8, 64, false>, {"n_kv", "h", "threads"},
+           cross_product({1024, 4096, 8192}, 8));
+  // d_model 512 shared by h heads: d_k = 512 / h.
+  const std::vector<std::string> heads_names{"n", "h", "d_k", "threads"};
+  add_rows("BM_core_heads", core_row<1, 1, 512, false>, heads_names, cross_product({1024}, 1, {512}));
+  add_rows("BM_core_heads", core_row<2, 2, 256, false>, heads_names, cross_product({1024}, 2, {256}));
+  add_rows("BM_core_heads", core_row<4, 4, 128, false>, heads_names, cross_product({1024}, 4, {128}));
+  add_rows("BM_core_heads", core_row<8, 8, 64, false>, heads_names, cross_product({1024}, 8, {64}));
+  add_rows("BM_core_heads", core_row<16, 16, 32, false>, heads_names, cross_product({1024}, 16, {32}));
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();

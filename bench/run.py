@@ -1,0 +1,514 @@
+#!/usr/bin/env python3
+"""bench/run.py -- run the benchmarks, compare the evaluators, draw the figures.
+
+What `make bench` runs (after building the release preset):
+
+    python3 bench/run.py [--quick] [--no-compile] [--only attention_core,attention_mha] [--report-only]
+
+1. Runs every bench_<stem> program in $ARGUS_BUILD_DIR/bench (default build/release/bench)
+   with --benchmark_out=bench/results/<stem>.json --benchmark_out_format=json, one at a time.
+   --quick adds --benchmark_min_time=0.05 and drops the unfused and Eigen rows at n >= 4096
+   (the whole quick run takes a few minutes); the full run keeps Google Benchmark's default
+   minimum time. BM_mha_memory (n = 16384) always runs alone, in its own process, into
+   bench/results/attention_mha_memory.json, so that its resident-memory figures are its own.
+2. Prints, per matching row (same family and arguments), the time of fused against unfused
+   and of fused against eigen, and runs Google Benchmark's own
+   /usr/share/benchmark/compare.py in `filters` mode on the same JSON.
+3. Draws docs/img/gflops_vs_n.png, peak_pct_vs_n.png and time_vs_h.png (matplotlib, Agg).
+4. Writes bench/results/summary.md: the tables in Markdown, the issue targets, the compile table.
+5. Unless --no-compile, runs bench/compile/measure.py (compile time of the full MHA program
+   with g++-12 and clang++-14), which writes bench/results/compile.json.
+
+--report-only skips step 1 and reads the JSON of an earlier run.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+IMG = os.path.join(ROOT, "docs", "img")
+COMPARE_PY = "/usr/share/benchmark/compare.py"
+EVALUATORS = ("fused", "unfused", "eigen")
+QUICK_EXCLUDE = r"(unfused|eigen)/n:(4096|8192)/"
+MEMORY_FAMILY = "BM_mha_memory"
+
+
+def reexec_with_system_python():
+    """matplotlib, numpy and scipy come from Debian packages (make deps), which only the
+    system interpreter sees; a python3 from pyenv or a venv first on PATH does not."""
+    try:
+        import matplotlib  # noqa: F401
+        return
+    except ImportError:
+        pass
+    system = "/usr/bin/python3"
+    if os.environ.get("ARGUS_BENCH_REEXEC") or not os.path.exists(system) or \
+            os.path.realpath(sys.executable) == os.path.realpath(system):
+        return
+    print("run.py: matplotlib is not importable from %s; re-running with %s" % (sys.executable, system), flush=True)
+    env = dict(os.environ, ARGUS_BENCH_REEXEC="1")
+    os.execve(system, [system] + sys.argv, env)
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def load_average():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def run_program(exe, out_json, extra, first):
+    cmd = [exe, "--benchmark_out=" + out_json, "--benchmark_out_format=json"] + extra
+    print("\n$ " + " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd), flush=True)
+    load = load_average()
+    # Later programs see the load of the ones before them (up to 2 threads each), so only the
+    # first reading says whether the machine was quiet.
+    if first and load is not None and load >= 1.0:
+        print("run.py: note: 1-minute load average is %.2f before the first program: other work is running, "
+              "timings taken now are not quiet" % load, flush=True)
+    t0 = time.monotonic()
+    rc = subprocess.call(cmd, cwd=ROOT)
+    print("run.py: %s finished in %.1f s (exit %d)" % (os.path.basename(exe), time.monotonic() - t0, rc), flush=True)
+    return rc
+
+
+def run_benchmarks(bench_dir, quick, only):
+    if not os.path.isdir(bench_dir):
+        sys.exit("run.py: %s does not exist: build first (cmake --preset release && "
+                 "cmake --build --preset release -j2), or set ARGUS_BUILD_DIR" % bench_dir)
+    programs = sorted(f for f in os.listdir(bench_dir)
+                      if f.startswith("bench_") and os.access(os.path.join(bench_dir, f), os.X_OK)
+                      and os.path.isfile(os.path.join(bench_dir, f)))
+    if only:
+        programs = [p for p in programs if p[len("bench_"):] in only]
+    if not programs:
+        sys.exit("run.py: no bench_* programs in %s" % bench_dir)
+    os.makedirs(RESULTS, exist_ok=True)
+    common = ["--benchmark_min_time=0.05"] if quick else []
+    exclude = MEMORY_FAMILY + ("|" + QUICK_EXCLUDE if quick else "")
+    failures = 0
+    for i, p in enumerate(programs):
+        stem = p[len("bench_"):]
+        exe = os.path.join(bench_dir, p)
+        rc = run_program(exe, os.path.join(RESULTS, stem + ".json"), common + ["--benchmark_filter=-(%s)" % exclude],
+                         i == 0)
+        failures += rc != 0
+        if stem == "attention_mha":
+            rc = run_program(exe, os.path.join(RESULTS, stem + "_memory.json"), ["--benchmark_filter=" + MEMORY_FAMILY],
+                             False)
+            failures += rc != 0
+    return failures
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused|unfused|eigen)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
+TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def load_json(stem):
+    path = os.path.join(RESULTS, stem + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def rows_of(data):
+    """{(family, config): {evaluator: row}} for the rows named BM_<family>/<evaluator>/<args>."""
+    table = {}
+    for b in (data or {}).get("benchmarks", []):
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        m = NAME.match(b["name"])
+        if not m:
+            continue
+        row = {
+            "ms": b["real_time"] * TO_MS[b.get("time_unit", "ns")],
+            "gflops": b.get("GFLOPS"),
+            "peak_pct": b.get("peak_pct"),
+            "bytes": b.get("bytes_materialised"),
+            "rss": b.get("peak_rss_mb"),
+            "error": b.get("error_message") if b.get("error_occurred") else None,
+            "raw": b,
+        }
+        table.setdefault((m.group("family"), m.group("config")), {})[m.group("ev")] = row
+    return table
+
+
+def peaks_of(data):
+    out = {}
+    for b in (data or {}).get("benchmarks", []):
+        m = re.match(r"^BM_peak_fma/threads:(\d+)", b["name"])
+        if m:
+            out[int(m.group(1))] = b.get("GFLOPS")
+    return out
+
+
+def arg(config, name):
+    m = re.search(r"(?:^|/)" + re.escape(name) + r":(\d+)", config)
+    return int(m.group(1)) if m else None
+
+
+def sort_key(item):
+    (family, config), _ = item
+    nums = [int(x) for x in re.findall(r":(\d+)", config)]
+    return (family, arg(config, "threads") or 0, nums)
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+def fmt(x, spec="%.1f"):
+    return "" if x is None else spec % x
+
+
+def mib(x):
+    return "" if x is None else "%.1f" % (x / 2 ** 20)
+
+
+def ratio_table(table, other):
+    lines = ["| benchmark | arguments | fused ms | %s ms | %s ÷ fused |" % (other, other), "|---|---|---:|---:|---:|"]
+    for (family, config), evs in sorted(table.items(), key=sort_key):
+        if family == MEMORY_FAMILY or "fused" not in evs or other not in evs:
+            continue
+        f, o = evs["fused"], evs[other]
+        r = o["ms"] / f["ms"] if f["ms"] and not f["error"] and not o["error"] else None
+        lines.append("| %s | %s | %s | %s | %s |" % (family, config, fmt(f["ms"], "%.3f"), fmt(o["ms"], "%.3f"),
+                                                     fmt(r, "%.2f×")))
+    return lines
+
+
+def detail_table(table):
+    head = ("| benchmark | arguments | GFLOP/s fused / unfused / eigen | % of peak fused / unfused / eigen "
+            "| MiB materialised fused / unfused / eigen | peak RSS MiB fused / unfused / eigen |")
+    lines = [head, "|---|---|---|---|---|---|"]
+    for (family, config), evs in sorted(table.items(), key=sort_key):
+        if family == MEMORY_FAMILY:
+            continue
+
+        def three(key, f):
+            return " / ".join(f(evs[e][key]) if e in evs and evs[e][key] is not None else "–" for e in EVALUATORS)
+
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            family, config, three("gflops", lambda x: "%.1f" % x), three("peak_pct", lambda x: "%.1f" % x),
+            three("bytes", mib), three("rss", lambda x: "%.0f" % x)))
+    return lines
+
+
+def memory_table(data):
+    lines = ["| row | time ms | GFLOP/s | RSS growth MiB | ideal MiB | ratio | MiB materialised | unfused would materialise MiB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for b in (data or {}).get("benchmarks", []):
+        if not b["name"].startswith(MEMORY_FAMILY):
+            continue
+        lines.append("| %s | %.0f | %.1f | %.0f | %.0f | %.2f | %s | %s |" % (
+            b["name"].replace("/iterations:1/real_time", ""), b["real_time"] * TO_MS[b.get("time_unit", "ns")],
+            b.get("GFLOPS", 0), b.get("rss_growth_mb", 0), b.get("ideal_mb", 0), b.get("memory_ratio", 0),
+            mib(b.get("bytes_materialised")), mib(b.get("unfused_bytes_materialised"))))
+    return lines
+
+
+def parts_table(data):
+    """BM_mha_parts: the fused forward against the sum of its parts, per (n, threads)."""
+    parts = {}
+    for b in (data or {}).get("benchmarks", []):
+        m = re.match(r"^BM_mha_parts/(project_heads|project|core_strided|core|forward)/(.*?)(/real_time)?$", b["name"])
+        if m:
+            parts.setdefault(m.group(2), {})[m.group(1)] = b["real_time"] * TO_MS[b.get("time_unit", "ns")]
+    lines = ["| arguments | 3 head-major projections ms | output projection ms | core ms | sum ms | forward ms | "
+             "forward - sum ms | core share of forward | core on strided views ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    need = ("project_heads", "project", "core", "forward")
+    for config, p in sorted(parts.items(), key=lambda kv: (arg(kv[0], "threads"), arg(kv[0], "n"))):
+        if any(k not in p for k in need):
+            continue
+        total = 3 * p["project_heads"] + p["project"] + p["core"]
+        lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %+.2f | %.0f%% | %s |" % (
+            config, 3 * p["project_heads"], p["project"], p["core"], total, p["forward"], p["forward"] - total,
+            100 * p["core"] / p["forward"], fmt(p.get("core_strided"), "%.2f")))
+    return lines if len(lines) > 2 else []
+
+
+def targets(core, mha, memory):
+    """The issue-3 targets, each with the figures it rests on."""
+    out = []
+
+    def check(label, table, family, ns, threads, minimum):
+        vals = []
+        for n in ns:
+            cfg = [c for (fam, c) in table if fam == family and arg(c, "n") == n and arg(c, "threads") == threads]
+            for c in cfg:
+                r = table[(family, c)].get("fused")
+                if r and r["peak_pct"] is not None:
+                    vals.append((n, r["peak_pct"]))
+        if not vals:
+            out.append("- %s: not measured in this run" % label)
+            return
+        ok = all(v >= minimum for _, v in vals)
+        out.append("- %s: **%s** (%s)" % (label, "met" if ok else "not met",
+                                          ", ".join("n %d: %.1f%%" % (n, v) for n, v in vals)))
+
+    check("core fused >= 70% of peak, 1 thread, n 1024-8192", core, "BM_core", (1024, 2048, 4096, 8192), 1, 70)
+    check("core fused >= 65% of peak, 2 threads, n 1024-8192", core, "BM_core", (1024, 2048, 4096, 8192), 2, 65)
+    check("MHA fused >= 70% of peak, 1 thread, n >= 1024", mha, "BM_mha", (1024, 2048, 4096, 8192), 1, 70)
+    mem = [b for b in (memory or {}).get("benchmarks", []) if b["name"].startswith(MEMORY_FAMILY + "/fused")]
+    if mem:
+        r = mem[0].get("memory_ratio", float("nan"))
+        out.append("- MHA fused memory at n 16384 < 1.5 × (inputs + weights + Q, K, V + output): **%s** (%.2f×: %.0f MiB "
+                   "over %.0f MiB)" % ("met" if r < 1.5 else "not met", r, mem[0].get("rss_growth_mb", 0),
+                                        mem[0].get("ideal_mb", 0)))
+    else:
+        out.append("- MHA fused memory at n 16384: not measured in this run")
+    return out
+
+
+# --- compare.py ------------------------------------------------------------------------------
+
+def run_compare_py(stem, baseline, contender):
+    path = os.path.join(RESULTS, stem + ".json")
+    if not os.path.exists(path):
+        return
+    if not os.path.exists(COMPARE_PY):
+        print("run.py: %s is missing (Debian package libbenchmark-tools); skipped" % COMPARE_PY)
+        return
+    cmd = [sys.executable, COMPARE_PY, "--no-color", "filters", path, "/%s/" % baseline, "/%s/" % contender]
+    print("\n$ %s (Time/CPU columns: (contender - baseline) / baseline; -0.50 = contender takes half the time)"
+          % " ".join(["compare.py"] + cmd[3:4] + [os.path.relpath(path, ROOT)] + cmd[5:]), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["no message"])[-1]
+        print("run.py: compare.py failed (%s); continuing. It needs numpy and scipy for the interpreter "
+              "running it (%s): `make deps` installs python3-numpy and python3-scipy." % (last, sys.executable))
+        return
+    print(p.stdout)
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+STYLE = {"fused": dict(color="C0", marker="o"), "unfused": dict(color="C1", marker="s"),
+         "eigen": dict(color="C2", marker="^")}
+
+
+def series(table, family, x_arg, threads, key):
+    out = {}
+    for (fam, config), evs in table.items():
+        if fam != family or arg(config, "threads") != threads:
+            continue
+        x = arg(config, x_arg)
+        for e, r in evs.items():
+            if r["error"] is None and (r[key] if key != "ms" else r["ms"]) is not None:
+                out.setdefault(e, []).append((x, r[key]))
+    return {e: sorted(v) for e, v in out.items()}
+
+
+def plots(core, mha, peaks):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    except ImportError as e:
+        print("run.py: no plots (%s); `make deps` installs python3-matplotlib" % e)
+        return []
+    os.makedirs(IMG, exist_ok=True)
+    written = []
+
+    def n_axis(ax, xs):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "%d" % v))
+
+    panels = [("BM_core", "attention core (h 8, d_k 64)", core), ("BM_mha", "full MHA (d_model 512, h 8)", mha)]
+    figures = (("gflops", "GFLOP/s", "gflops_vs_n.png", "GFLOP/s against sequence length (higher is better; "
+                "dashed: the measured FMA peak)"),
+               ("peak_pct", "% of measured FMA peak", "peak_pct_vs_n.png",
+                "Share of the measured FMA peak against sequence length (higher is better; dashed: the target)"))
+    for key, ylabel, fname, suptitle in figures:
+        fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+        for i, (family, title, table) in enumerate(panels):
+            for j, threads in enumerate((1, 2)):
+                ax = axes[i][j]
+                s = series(table, family, "n", threads, key)
+                xs = sorted({x for v in s.values() for x, _ in v})
+                for e in EVALUATORS:
+                    if e in s:
+                        ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
+                if key == "gflops" and peaks.get(threads):
+                    ax.axhline(peaks[threads], color="grey", ls="--", lw=1)
+                    ax.text(xs[0] if xs else 128, peaks[threads] * 0.97, "FMA peak %.0f" % peaks[threads],
+                            va="top", fontsize=8, color="grey")
+                    ax.set_ylim(0, peaks[threads] * 1.08)
+                if key == "peak_pct":
+                    # The targets: core 70% (1 thread) and 65% (2 threads); MHA 70% (1 thread).
+                    if family == "BM_core" or threads == 1:
+                        ax.axhline(70 if threads == 1 else 65, color="grey", ls="--", lw=1)
+                    ax.set_ylim(0, 100)
+                if xs:
+                    n_axis(ax, xs)
+                ax.set_title("%s, %d thread%s" % (title, threads, "s" if threads > 1 else ""), fontsize=10)
+                ax.grid(alpha=0.3)
+                if j == 0:
+                    ax.set_ylabel(ylabel)
+                if i == 1:
+                    ax.set_xlabel("n = seq_q = seq_kv")
+                ax.legend(fontsize=8, loc="best")
+        fig.suptitle(suptitle)
+        fig.tight_layout()
+        path = os.path.join(IMG, fname)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+    heads_panels = [("BM_core_heads", "attention core, d_k = 512 / h", core),
+                    ("BM_mha_heads", "full MHA, d_model 512", mha)]
+    for i, (family, title, table) in enumerate(heads_panels):
+        for j, threads in enumerate((1, 2)):
+            ax = axes[i][j]
+            s = series(table, family, "h", threads, "ms")
+            xs = sorted({x for v in s.values() for x, _ in v})
+            for e in EVALUATORS:
+                if e in s:
+                    ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
+            if xs:
+                n_axis(ax, xs)
+            ax.set_ylim(bottom=0)
+            ax.set_title("%s, n 1024, %d thread%s" % (title, threads, "s" if threads > 1 else ""), fontsize=10)
+            ax.grid(alpha=0.3)
+            if j == 0:
+                ax.set_ylabel("time per call, ms")
+            if i == 1:
+                ax.set_xlabel("heads h")
+            ax.legend(fontsize=8, loc="best")
+    fig.suptitle("Time against the number of heads at a fixed d_model 512 (lower is better)")
+    fig.tight_layout()
+    path = os.path.join(IMG, "time_vs_h.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+# --- main ------------------------------------------------------------------------------------
+
+def machine():
+    try:
+        out = subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True).stdout
+        m = re.search(r"Model name:\s*(.+)", out)
+        return m.group(1).strip() if m else "unknown CPU"
+    except OSError:
+        return "unknown CPU"
+
+
+def main():
+    reexec_with_system_python()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="short minimum time; no unfused/eigen rows at n >= 4096")
+    ap.add_argument("--no-compile", action="store_true", help="skip bench/compile/measure.py")
+    ap.add_argument("--only", default="", help="comma-separated stems to run (e.g. attention_core,attention_mha)")
+    ap.add_argument("--report-only", action="store_true", help="do not run: read bench/results/*.json")
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    build = os.environ.get("ARGUS_BUILD_DIR", "build/release")
+    bench_dir = os.path.join(build if os.path.isabs(build) else os.path.join(ROOT, build), "bench")
+    load_before = load_average()
+    print("run.py: %s, 1-minute load average %s, %s run" % (machine(), fmt(load_before, "%.2f"),
+                                                           "quick" if args.quick else "full"), flush=True)
+
+    failures = 0
+    if not args.report_only:
+        failures = run_benchmarks(bench_dir, args.quick, [s for s in args.only.split(",") if s])
+
+    core, mha = load_json("attention_core"), load_json("attention_mha")
+    memory = load_json("attention_mha_memory")
+    core_rows, mha_rows = rows_of(core), rows_of(mha)
+    peaks = peaks_of(core) or peaks_of(mha)
+    errors = [(k, e, r["error"]) for t in (core_rows, mha_rows) for k, evs in t.items() for e, r in evs.items()
+              if r["error"]]
+
+    # The date and load of the run that produced the JSON (Google Benchmark records both),
+    # so that --report-only describes that run, not the moment of the report.
+    context = (core or mha or {}).get("context", {})
+    run_load = (context.get("load_avg") or [load_before])[0]
+    md = ["# Benchmark summary", "",
+          "From the run of %s on %s%s; 1-minute load average %s when the first attention "
+          "benchmark started. Times are real (wall-clock) time per call; ratios compare rows of "
+          "the same run." % (context.get("date", "unknown date"), machine(),
+                             " (`--quick`)" if args.quick else "", fmt(run_load, "%.2f")), ""]
+    if peaks:
+        md += ["Measured FMA peak: " + ", ".join("%d thread%s %.1f GFLOP/s" % (t, "s" if t > 1 else "", p)
+                                                 for t, p in sorted(peaks.items())), ""]
+    for title, table in (("Attention core (bench_attention_core)", core_rows),
+                         ("Full multi-head attention (bench_attention_mha)", mha_rows)):
+        if not table:
+            continue
+        print("\n== %s: fused against unfused ==" % title)
+        t1 = ratio_table(table, "unfused")
+        print("\n".join(t1))
+        print("\n== %s: fused against eigen ==" % title)
+        t2 = ratio_table(table, "eigen")
+        print("\n".join(t2))
+        md += ["## " + title, "", "### Fused against unfused", ""] + t1 + ["", "### Fused against Eigen", ""] + t2
+        md += ["", "### Rates, memory", ""] + detail_table(table) + [""]
+    pt = parts_table(mha)
+    if pt:
+        print("\n== Where the fused forward's time goes (BM_mha_parts) ==")
+        print("\n".join(pt))
+        md += ["## Where the fused forward's time goes (BM_mha_parts)", ""] + pt + [""]
+    if memory:
+        t = memory_table(memory)
+        print("\n== Memory at n = 16384 (bench_attention_mha --benchmark_filter=%s) ==" % MEMORY_FAMILY)
+        print("\n".join(t))
+        md += ["## Memory at n = 16384", ""] + t + [""]
+    tg = targets(core_rows, mha_rows, memory)
+    print("\n== Targets ==")
+    print("\n".join(tg))
+    md += ["## Targets", ""] + tg + [""]
+    if errors:
+        print("\nrun.py: rows that failed:")
+        for k, e, msg in errors:
+            print("  %s/%s/%s: %s" % (k[0], e, k[1], msg))
+
+    for stem in ("attention_core", "attention_mha"):
+        run_compare_py(stem, "unfused", "fused")
+        run_compare_py(stem, "eigen", "fused")
+
+    for p in plots(core_rows, mha_rows, peaks):
+        print("run.py: wrote", os.path.relpath(p, ROOT))
+
+    if not args.no_compile and not args.report_only:
+        print("\n$ python3 bench/compile/measure.py", flush=True)
+        rc = subprocess.call([sys.executable, os.path.join(ROOT, "bench", "compile", "measure.py")], cwd=ROOT)
+        failures += rc != 0
+    compile_json = os.path.join(RESULTS, "compile.json")
+    if os.path.exists(compile_json):
+        with open(compile_json) as f:
+            c = json.load(f)
+        md += ["## Compile time of the full MHA program (bench/compile/measure.py)", "",
+               "`%s`, one translation unit, best of %d; 1-minute load average %s." % (
+                   " ".join(c["flags"]), c["repeat"], fmt(c.get("load_average_1min"), "%.2f")), "",
+               "| compiler | program | wall s | CPU s | compiler max RSS MiB |", "|---|---|---:|---:|---:|"]
+        for r in c["results"]:
+            md.append("| %s | %s | %s | %s | %s |" % (r["compiler"], r["source"], fmt(r.get("wall_s"), "%.2f"),
+                                                      fmt(r.get("cpu_s"), "%.2f"), fmt(r.get("max_rss_mib"), "%.0f")))
+        md.append("")
+
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "summary.md"), "w") as f:
+        f.write("\n".join(md))
+    print("run.py: wrote bench/results/summary.md; total %.0f s" % (time.monotonic() - t0))
+    return 1 if failures or errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
