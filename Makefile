@@ -3,7 +3,7 @@
 #   make demo        install missing Debian packages, build and run examples/00_demo.cpp
 #   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan: unit and golden
 #   make test-gcc | test-clang | test-asan    one configuration in full (configure, build -j2, ctest)
-#   make bench       Release build of bench/, then bench/run.py
+#   make bench       Release build of bench/, then bench/run.py (make bench-quick: under 5 minutes)
 #   make deps        install the missing Debian packages (apt-get; sudo when not root)
 #   make clean       remove build/
 #
@@ -18,7 +18,7 @@ DEPS := g++-12 clang-14 cmake ninja-build libboost-dev libboost-test-dev libbenc
 
 # One configuration at a time: never let `make -j` run two presets at once.
 .NOTPARALLEL:
-.PHONY: help deps demo test test-gcc test-clang test-asan bench clean
+.PHONY: help deps demo test test-gcc test-clang test-asan bench bench-quick clean
 .DEFAULT_GOAL := help
 
 help:
@@ -71,14 +71,14 @@ test-clang: deps
 test-asan: deps
 	$(call run_preset,asan)
 
+# BENCH_ARGS goes to bench/run.py (e.g. BENCH_ARGS=--no-compile); bench-quick is the short run.
 bench: deps
 	cmake --preset release
 	cmake --build --preset release -j $(JOBS)
-	@if [ -f bench/run.py ]; then \
-	  ARGUS_BUILD_DIR=build/release python3 bench/run.py; \
-	else \
-	  echo "bench: bench/run.py does not exist yet; the programs are in build/release/bench/"; \
-	fi
+	ARGUS_BUILD_DIR=build/release python3 bench/run.py $(BENCH_ARGS)
+
+bench-quick:
+	$(MAKE) bench BENCH_ARGS="--quick $(BENCH_ARGS)"
 
 clean:
 	rm -rf build
