@@ -113,8 +113,10 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
 template <std::size_t H, class X, class Ev>
 auto unfused_step(const split_heads_node<H, X>& e, const Ev& ev) {
   auto x = ev(e.x);
-  const auto v = split_heads_view<H>(x.view);
-  return contiguous(borrow<typename X::value_type>(v));
+  // The split view keeps x's storage: when the split layout is already row-major (one
+  // position, or one head) contiguous() returns it as is, and it must not dangle.
+  const auto l = split_layout<H>(x.view.layout());
+  return contiguous(relayout(std::move(x), l));
 }
 
 template <class X, class Ev>

@@ -6,6 +6,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "../../support/random_tensors.hpp"
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,28 +19,9 @@ using namespace argus;
 
 namespace {
 
-std::mt19937& rng() {
-  static std::mt19937 g(20261121);
-  return g;
-}
-
-template <class T, Shape S>
-void randomize(tensor<T, S>& t, double scale = 1.0) {
-  std::normal_distribution<double> nd(0.0, scale);
-  for (auto& v : t) v = static_cast<T>(nd(rng()));
-}
-
-/// max |a - r| / (1 + |r|) over elements.
-template <class A, class R>
-double max_rel_diff(const A& a, const R& r) {
-  BOOST_TEST_REQUIRE(a.size() == r.size());
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(static_cast<double>(a.data()[i]) - r.data()[i]);
-    m = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(m, d / (1 + std::abs(r.data()[i])));
-  }
-  return m;
-}
+using test::max_rel_diff;
+using test::randomize;
+using test::rng;
 
 template <class T> constexpr double tolerance = std::is_same_v<T, float> ? 2e-5 : 1e-12;
 
@@ -122,4 +105,22 @@ BOOST_AUTO_TEST_CASE(fully_masked_rows_are_zero_and_large_logits_stay_finite) {
   const auto big = evaluate(softmax(scores(q, k)), unfused);
   for (float x : big) BOOST_TEST(std::isfinite(x));
   check_against_reference(attend(softmax(scores(q, k)), v));
+}
+
+BOOST_AUTO_TEST_CASE(single_positions_and_single_head_groups) {
+  // One key/value head and one position make the split layout row-major already: the split
+  // must still own its memory (a dangling view here once returned garbage).
+  multi_head_attention<32, 4, mha_options{.kv_heads = 1, .d_k = 12, .d_v = 20}> mha;
+  randomize(mha.w_q, 0.35), randomize(mha.w_k, 0.35), randomize(mha.w_v, 0.18), randomize(mha.w_o, 0.18);
+  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1), randomize(mha.b_o, 0.1);
+  for (std::size_t sq : {1u, 53u})
+    for (std::size_t skv : {1u, 2u}) {
+      tensor<float, shape<batch<>, seq<>, model<32>>> xq(1, sq), xkv(1, skv);  // (1,SEQ,D_MODEL)
+      randomize(xq), randomize(xkv);
+      BOOST_TEST_CONTEXT("seq_q " << sq << ", seq_kv " << skv) {
+        check_against_reference(mha.forward(xq, xkv, xkv));
+        const auto f = evaluate(mha.forward(xq, xkv, xkv), fused);
+        BOOST_TEST(max_rel_diff(f, evaluate_reference(mha.forward(xq, xkv, xkv))) <= tolerance<float>);
+      }
+    }
 }
