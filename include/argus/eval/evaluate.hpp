@@ -42,10 +42,6 @@ void copy_into(const tensor_view<const T, S>& from, tensor<T, S>& to) {
 
 }  // namespace detail
 
-/// An evaluation policy: argus::unfused or argus::fused.
-template <class P>
-concept EvaluationPolicy = std::is_same_v<P, unfused_policy> || std::is_same_v<P, fused_policy>;
-
 /// The value of expression e, computed under policy p, as a new tensor.
 template <Expression E, EvaluationPolicy P>
 tensor<typename E::value_type, typename E::shape_type> evaluate(const E& e, P) {

@@ -147,8 +147,7 @@ struct planner {
 }  // namespace detail
 
 /// The plan of e under policy p: argus::unfused or argus::fused.
-template <Expression E, class P>
-  requires std::is_same_v<P, unfused_policy> || std::is_same_v<P, fused_policy>
+template <Expression E, EvaluationPolicy P>
 plan explain(const E& e, P) {
   plan out{P::name, {}};
   detail::planner<P>{out}(e, 0);

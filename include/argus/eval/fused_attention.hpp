@@ -207,20 +207,14 @@ struct fused_split_heads_projection {
   template <std::size_t H, class X, class W, class B, class Ev>
   static auto evaluate(const split_heads_node<H, projection<X, W, B>>& e, const Ev& ev) {
     using T = typename X::value_type;
-    using node = projection<X, W, B>;
-    auto x = detail::contiguous(ev(e.x.x));
-    auto w = detail::contiguous(ev(e.x.w));
-    const T* bias = nullptr;
-    detail::materialized<T, typename std::conditional_t<node::has_bias, B, X>::shape_type> bm;
-    if constexpr (node::has_bias) {
-      bm = detail::contiguous(ev(e.x.b));
-      bias = bm.view.data();
-    }
+    detail::projection_operands<X, W, B, Ev> in(e.x, ev);
+    const auto& x = in.x;
+    const T* bias = in.bias;
     auto r = detail::allocate<T>(e.shape());  // (B,H,SEQ,D_K)
     const std::size_t batch = r.view.extent(0), seq = r.view.extent(2), dk = r.view.extent(3);
     const std::size_t din = x.view.extent(2);
     const T* xp = x.view.data();
-    const T* wp = w.view.data();
+    const T* wp = in.w.view.data();
     T* out = r.mutable_data();
     kernel::parallel_for(batch * H, [&](std::size_t t, std::size_t) {
       const std::size_t b = t / H, h = t % H;

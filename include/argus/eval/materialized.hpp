@@ -24,8 +24,6 @@ struct materialized {
   bool owns_storage() const noexcept { return storage.size() != 0 || view.size() == 0; }
   /// Writable access; only for results this evaluation allocated.
   T* mutable_data() noexcept { return storage.data(); }
-  /// Bytes this result holds (what an unfused plan materialises).
-  std::size_t bytes() const noexcept { return storage.size() * sizeof(T); }
 };
 
 /// A fresh row-major result of shape s; its elements are uninitialised: every evaluator

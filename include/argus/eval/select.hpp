@@ -25,6 +25,10 @@ struct fused_policy {
 inline constexpr unfused_policy unfused{};
 inline constexpr fused_policy fused{};
 
+/// An evaluation policy: argus::unfused or argus::fused.
+template <class P>
+concept EvaluationPolicy = std::is_same_v<P, unfused_policy> || std::is_same_v<P, fused_policy>;
+
 namespace detail {
 
 template <class... Patterns> struct pattern_list {};

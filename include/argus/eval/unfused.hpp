@@ -66,18 +66,33 @@ materialized<std::remove_const_t<T>, S> unfused_step(const leaf<T, S>& e, const 
 
 // --- x·W + b ----------------------------------------------------------------------------
 
+/// The evaluated, unit-stride operands of x·W + b; bias is nullptr without a bias.
+template <class X, class W, class B, class Ev>
+struct projection_operands {
+  using T = typename X::value_type;
+  static constexpr bool has_bias = projection<X, W, B>::has_bias;
+  materialized<T, typename X::shape_type> x;
+  materialized<T, typename W::shape_type> w;
+  materialized<T, typename std::conditional_t<has_bias, B, X>::shape_type> b;
+  const T* bias = nullptr;
+
+  projection_operands(const projection<X, W, B>& e, const Ev& ev)
+      : x(contiguous(ev(e.x))), w(contiguous(ev(e.w))) {
+    if constexpr (has_bias) {
+      b = contiguous(ev(e.b));
+      bias = b.view.data();
+    }
+  }
+};
+
 template <class X, class W, class B, class Ev>
 auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
   using T = typename X::value_type;
   using node = projection<X, W, B>;
-  auto x = contiguous(ev(e.x));
-  auto w = contiguous(ev(e.w));
-  const T* bias = nullptr;
-  materialized<T, typename std::conditional_t<node::has_bias, B, X>::shape_type> bm;
-  if constexpr (node::has_bias) {
-    bm = contiguous(ev(e.b));
-    bias = bm.view.data();
-  }
+  projection_operands<X, W, B, Ev> in(e, ev);
+  const auto& x = in.x;
+  const auto& w = in.w;
+  const T* bias = in.bias;
   auto r = allocate<T>(e.shape());
   T* out = r.mutable_data();
   const T* xp = x.view.data();

@@ -37,10 +37,6 @@ struct leaf {
   constexpr S shape() const noexcept { return view.shape(); }
 };
 
-namespace detail {
-template <class X> struct dependent_false : std::false_type {};
-}  // namespace detail
-
 /// The expression for an operand: an expression as is, a tensor or view as a leaf.
 template <Expression E>
 constexpr E as_expression(const E& e) noexcept { return e; }
