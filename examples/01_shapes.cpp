@@ -35,9 +35,10 @@ void print_strides(const char* name, const View& v) {
   std::printf(")\n");
 }
 
-// Whether split_heads<H> accepts an operand of type X: a constraint, so it can be asked.
+// Whether split_heads<H> accepts an operand of type X. A misuse is a static_assert (the
+// compile error names the rule); split_heads_accepts asks the same rules without failing.
 template <std::size_t H, class X>
-concept can_split_heads = requires(X& x) { argus::split_heads<H>(x); };
+concept can_split_heads = argus::split_heads_accepts<H, X&>;
 
 }  // namespace
 
@@ -125,7 +126,7 @@ int main() {
 
   // --- Relations are checked at compile time --------------------------------------------
   // 4 heads divide 16 features; 3 do not, and split_heads<3> does not accept x at all:
-  // a call would fail to compile with "heads_divide_width<16, 3>" in the first note.
+  // a call would fail to compile with "heads_divide_width" in its error line.
   static_assert(can_split_heads<4, tensor<float, activation>>);
   static_assert(!can_split_heads<3, tensor<float, activation>>);
   static_assert(!heads_divide_width<16, 3>);

@@ -3,9 +3,38 @@
 #   twin:  compile SOURCE as is; the compiler must succeed.
 #   error: compile with -DARGUS_EXPECT_COMPILE_ERROR; the compiler must fail and its output
 #          must match every "// expect: <regex>" line (and "// expect-gcc:" with GCC,
-#          "// expect-clang:" with Clang).
+#          "// expect-clang:" with Clang). The first "// expect:" regex is the rule: its first
+#          match must be within the first RULE_LINE_LIMIT (10) lines of the output, and the
+#          whole output at most TOTAL_LINE_LIMIT (25) lines: the message leads with the rule.
+#          The checker prints "rule at line R of T" for docs/reliability.md.
 cmake_minimum_required(VERSION 3.25)
 include("${FLAGS_FILE}")
+set(RULE_LINE_LIMIT 10)
+set(TOTAL_LINE_LIMIT 25)
+
+# The 1-based number of the first line of `text` matching `regex` (0 if none), and the number
+# of lines of `text`.
+function(first_matching_line out_line out_total text regex)
+  set(n 0)
+  set(found 0)
+  while(NOT text STREQUAL "")
+    string(FIND "${text}" "\n" eol)
+    if(eol EQUAL -1)
+      set(line "${text}")
+      set(text "")
+    else()
+      string(SUBSTRING "${text}" 0 ${eol} line)
+      math(EXPR next "${eol} + 1")
+      string(SUBSTRING "${text}" ${next} -1 text)
+    endif()
+    math(EXPR n "${n} + 1")
+    if(found EQUAL 0 AND line MATCHES "${regex}")
+      set(found ${n})
+    endif()
+  endwhile()
+  set(${out_line} ${found} PARENT_SCOPE)
+  set(${out_total} ${n} PARENT_SCOPE)
+endfunction()
 
 # The first 25 lines of `text`, indented. Works on the string, not on a CMake list: compiler
 # output is full of ';' and '['.
@@ -42,6 +71,7 @@ endif()
 file(READ "${SOURCE}" rest)
 set(expected "")  # one regex per line, kept as a string
 set(count 0)
+set(rule "")
 while(rest MATCHES "//[ \t]*(expect(-gcc|-clang)?):[ \t]*([^\n]*[^ \t\n])")
   set(tag "${CMAKE_MATCH_1}")
   set(regex "${CMAKE_MATCH_3}")
@@ -49,6 +79,9 @@ while(rest MATCHES "//[ \t]*(expect(-gcc|-clang)?):[ \t]*([^\n]*[^ \t\n])")
   string(LENGTH "${CMAKE_MATCH_0}" len)
   math(EXPR at "${at} + ${len}")
   string(SUBSTRING "${rest}" ${at} -1 rest)
+  if(tag STREQUAL "expect" AND rule STREQUAL "")
+    set(rule "${regex}")
+  endif()
   if(tag IN_LIST tags)
     string(APPEND expected "${regex}\n")
     math(EXPR count "${count} + 1")
@@ -57,7 +90,7 @@ endwhile()
 
 set(command "${COMPILER}" ${FLAGS})
 if(VARIANT STREQUAL "error")
-  if(count EQUAL 0)
+  if(count EQUAL 0 OR rule STREQUAL "")
     message(FATAL_ERROR "${SOURCE}: no '// expect: <regex>' line: say what the error must name")
   endif()
   list(APPEND command -DARGUS_EXPECT_COMPILE_ERROR)
@@ -96,4 +129,15 @@ if(NOT missing STREQUAL "")
                       "match:\n${missing}so the error may be an unrelated one.\n"
                       "${command_line}\n${first_lines}")
 endif()
-message(STATUS "fails as expected with ARGUS_EXPECT_COMPILE_ERROR: ${SOURCE}")
+# The test's own file name often spells the rule; it must not count as a mention.
+get_filename_component(source_name "${SOURCE}" NAME)
+string(REPLACE "${SOURCE}" "test.cpp" output_for_rule "${output}")
+string(REPLACE "${source_name}" "test.cpp" output_for_rule "${output_for_rule}")
+first_matching_line(rule_line total_lines "${output_for_rule}" "${rule}")
+if(rule_line GREATER RULE_LINE_LIMIT OR total_lines GREATER TOTAL_LINE_LIMIT)
+  message(FATAL_ERROR "${SOURCE}: the rule '${rule}' first appears at line ${rule_line} of "
+                      "${total_lines}; it must lead (line <= ${RULE_LINE_LIMIT}, at most "
+                      "${TOTAL_LINE_LIMIT} lines in all).\n${command_line}\n${first_lines}")
+endif()
+message(STATUS "fails as expected with ARGUS_EXPECT_COMPILE_ERROR: ${SOURCE}: rule at line "
+               "${rule_line} of ${total_lines}")

@@ -2,8 +2,9 @@
 // point accepts, the shape type of each result (static extents propagate, dyn stays dyn), and a
 // rejection, one comment each, for every relation an entry point checks.
 //
-// A rejection is tested through a concept: a requires-expression with an invalid requirement
-// outside a template is ill-formed (GCC 12 and Clang 14 both reject it), inside one it is false.
+// Entry points report a misuse with a static_assert (a hard error, so a requires-expression
+// cannot observe it); each has an `<entry>_accepts` concept with the same rules, in the same
+// order, without the report, which is what these in-process checks read.
 #include <argus/expr/attention.hpp>
 #include <argus/tensor/tensor.hpp>
 #include <argus/tensor/tensor_concepts.hpp>
@@ -28,49 +29,27 @@ using argus::tensor;
 // ---- One concept per entry point: "this call compiles" -----------------------------------
 
 template <std::size_t Heads, class X>
-concept can_split_heads = requires(X&& x) {
-  argus::split_heads<Heads>(std::forward<X>(x));
-};
+concept can_split_heads = argus::split_heads_accepts<Heads, X>;
 template <class X>
-concept can_merge_heads = requires(X&& x) {
-  argus::merge_heads(std::forward<X>(x));
-};
+concept can_merge_heads = argus::merge_heads_accepts<X>;
 template <class X, class W>
-concept can_project = requires(X&& x, W&& w) {
-  argus::project(std::forward<X>(x), std::forward<W>(w));
-};
+concept can_project = argus::project_accepts<X, W>;
 template <class X, class W, class B>
-concept can_project_with_bias = requires(X&& x, W&& w, B&& b) {
-  argus::project(std::forward<X>(x), std::forward<W>(w), std::forward<B>(b));
-};
+concept can_project_with_bias = argus::project_accepts<X, W, B>;
 template <class Q, class K>
-concept can_score = requires(Q&& q, K&& k) {
-  argus::scores(std::forward<Q>(q), std::forward<K>(k));
-};
+concept can_score = argus::scores_accepts<Q, K>;
 template <class E, class M>
-concept can_mask = requires(E&& e, const M& m) {
-  argus::mask(std::forward<E>(e), m);
-};
+concept can_mask = argus::mask_accepts<E, const M&>;
 template <class E>
-concept can_softmax = requires(E&& e) {
-  argus::softmax(std::forward<E>(e));
-};
+concept can_softmax = argus::softmax_accepts<E>;
 template <class P, class V>
-concept can_attend = requires(P&& p, V&& v) {
-  argus::attend(std::forward<P>(p), std::forward<V>(v));
-};
+concept can_attend = argus::attend_accepts<P, V>;
 template <class P>
-concept can_ignore_keys = requires(P&& p) {
-  argus::ignore_keys(std::forward<P>(p));
-};
+concept can_ignore_keys = argus::ignore_keys_accepts<P>;
 template <class P>
-concept can_ignore_where = requires(P&& p) {
-  argus::ignore_where(std::forward<P>(p));
-};
+concept can_ignore_where = argus::ignore_where_accepts<P>;
 template <class P>
-concept can_add_to_scores = requires(P&& p) {
-  argus::add_to_scores(std::forward<P>(p));
-};
+concept can_add_to_scores = argus::add_to_scores_accepts<P>;
 
 // The result type of an entry point, for the shape checks below.
 template <std::size_t Heads, class X>

@@ -2,8 +2,10 @@
 // configurations exist, the shapes of the weights it holds, which user weights and biases its
 // constructors take, which inputs forward takes, and the shape of what forward builds.
 //
-// A rejection is tested through a concept: a requires-expression with an invalid requirement
-// outside a template is ill-formed (GCC 12 and Clang 14 both reject it), inside one it is false.
+// A rejected configuration is tested through a concept (the class template's requires-clause);
+// the constructors and forward report a misuse with a static_assert, which a requires-expression
+// cannot observe, so their rejections are read from the module's accepts_weights, accepts_biases
+// and accepts_forward (the same rules, in the same order, without the report).
 #include <argus/expr/attention.hpp>
 #include <argus/tensor/tensor.hpp>
 
@@ -84,12 +86,9 @@ using bias = tensor<T, shape<model<Length>>>;
 // gqa takes W_q (64, 64), W_k (32, 16), W_v (48, 16), W_o (64, 64); b_q 64, b_k 16, b_v 16, b_o 64.
 template <class WQ, class WK, class WV, class WO>
 inline constexpr bool takes_weights =
-    std::is_constructible_v<gqa, const WQ&, const WK&, const WV&, const WO&>;
+    gqa::accepts_weights<const WQ&, const WK&, const WV&, const WO&>;
 template <class BQ, class BK, class BV, class BO>
-inline constexpr bool takes_biases =
-    std::is_constructible_v<gqa, const weight<64, 64>&, const weight<32, 16>&,
-                            const weight<48, 16>&, const weight<64, 64>&, const BQ&, const BK&,
-                            const BV&, const BO&>;
+inline constexpr bool takes_biases = gqa::accepts_biases<const BQ&, const BK&, const BV&, const BO&>;
 
 static_assert(takes_weights<weight<64, 64>, weight<32, 16>, weight<48, 16>, weight<64, 64>>);
 static_assert(!takes_weights<weight<32, 64>, weight<32, 16>, weight<48, 16>,
@@ -113,9 +112,8 @@ static_assert(!takes_weights<weight<64, 64, double>, weight<32, 16>, weight<48, 
 static_assert(
     !takes_weights<tensor<float, shape<head<8>, model<64>, head_dim<8>>>, weight<32, 16>,
                    weight<48, 16>, weight<64, 64>>);  // W_q per head: the module's are stacked
-static_assert(
-    !std::is_constructible_v<gqa, weight<64, 64>, const weight<32, 16>&, const weight<48, 16>&,
-                             const weight<64, 64>&>);  // temporary tensor
+static_assert(!gqa::accepts_weights<weight<64, 64>, const weight<32, 16>&, const weight<48, 16>&,
+                                    const weight<64, 64>&>);  // temporary tensor
 
 static_assert(takes_biases<bias<64>, bias<16>, bias<16>, bias<64>>);
 static_assert(!takes_biases<bias<48>, bias<16>, bias<16>, bias<64>>);  // b_q 48 != 8 · 8
@@ -123,25 +121,17 @@ static_assert(!takes_biases<bias<64>, bias<32>, bias<16>, bias<64>>);  // b_k 32
 static_assert(!takes_biases<bias<64>, bias<16>, bias<48>, bias<64>>);  // b_v 48 != 2 · 8
 static_assert(!takes_biases<bias<64>, bias<16>, bias<16>, bias<48>>);  // b_o 48 != d_model 64
 static_assert(!takes_biases<bias<64, double>, bias<16>, bias<16>, bias<64>>);  // double b_q
-static_assert(!std::is_constructible_v<gqa, const weight<64, 64>&, const weight<32, 16>&,
-                                       const weight<48, 16>&, const weight<48, 64>&,
-                                       const bias<64>&, const bias<16>&, const bias<16>&,
-                                       const bias<64>&>);  // W_o rows 48, biases fine
-static_assert(!std::is_constructible_v<no_bias_mha, const weight<64, 64>&, const weight<64, 64>&,
-                                       const weight<64, 64>&, const weight<64, 64>&,
-                                       const bias<64>&, const bias<64>&, const bias<64>&,
-                                       const bias<64>&>);  // no biases to take
+static_assert(!no_bias_mha::accepts_biases<const bias<64>&, const bias<64>&, const bias<64>&,
+                                            const bias<64>&>);  // no biases to take
 
 // ---- forward -----------------------------------------------------------------------------
 
 template <class M, class XQ, class XK, class XV, class... Masks>
-concept can_forward = requires(const M& m, XQ&& q, XK&& k, XV&& v, const Masks&... masks) {
-  m.forward(std::forward<XQ>(q), std::forward<XK>(k), std::forward<XV>(v), masks...);
-};
+concept can_forward = M::template accepts_forward<XQ, XK, XV, const Masks&...>;
 template <class M, class X, class... Masks>
-concept can_self_attend = requires(const M& m, X&& x, const Masks&... masks) {
-  m.forward(std::forward<X>(x), masks...);
-};
+concept can_self_attend = M::template accepts_forward<X, const Masks&...>;
+template <class M, class... Args>
+concept forward_accepts = M::template accepts_forward<Args...>;
 template <class M, class... X>
 using forward_t = decltype(std::declval<const M&>().forward(std::declval<X>()...));
 
@@ -204,5 +194,9 @@ static_assert(!can_forward<mha, const tensor<float, shape<batch<2>, model<64>, s
 static_assert(!can_forward<mha, activation<2, 16, 64>, x_t, x_t>);   // temporary tensor
 static_assert(!can_self_attend<mha, x_t, x_t>);                      // a tensor is not a mask
 static_assert(!can_self_attend<mha, const activation<2, 16, 32>&>);  // 32 wide
+static_assert(!can_self_attend<mha, x_t, argus::causal_mask, x_t>);  // an input after a mask
+static_assert(!forward_accepts<mha, x_t, x_t>);                            // two inputs: one or three
+static_assert(!forward_accepts<mha, x_t, x_t, x_t, x_t>);                  // four inputs
+static_assert(forward_accepts<mha, x_t, argus::causal_mask>);              // self-attention, masked
 
 }  // namespace static_module_test

@@ -28,6 +28,11 @@ concept heads_divide_d_model = Heads != 0 && DModel % (DKDerived ? Heads : 1) ==
 template <std::size_t Heads, std::size_t KVHeads>
 concept kv_heads_divide_heads = KVHeads != 0 && Heads % KVHeads == 0;
 
+/// Model widths (d_model, kdim, vdim, head widths) are compile-time extents; only batch and
+/// seq may be run-time (dyn).
+template <std::size_t Width>
+concept model_width_is_static = Width != dyn;
+
 /// Every width in a configuration is at least 1.
 template <std::size_t Width>
 concept width_is_positive = Width != 0;
@@ -40,7 +45,16 @@ concept key_width_equals_kdim = KeyWidth == KDim;
 template <std::size_t ValueWidth, std::size_t VDim>
 concept value_width_equals_vdim = ValueWidth == VDim;
 
+/// multi_head_attention::forward takes one input (self-attention) or three (x_q, x_k, x_v)
+/// before its masks.
+template <std::size_t Inputs>
+concept forward_takes_one_or_three_inputs = Inputs % 2 == 1 && Inputs <= 3;
+
 // --- Weights and biases ---------------------------------------------------------------
+
+/// The eight-argument constructor (weights and biases) needs a module with biases.
+template <bool HasBias>
+concept module_has_biases = HasBias;
 
 template <std::size_t Rows, std::size_t DModel>
 concept w_q_rows_equal_d_model = Rows == DModel;
@@ -80,6 +94,9 @@ concept weight_heads_equal_input_heads = WeightHeads == InputHeads;
 
 // --- Heads, scores, masks -------------------------------------------------------------
 
+/// split_heads<H>(x) and the modules: at least one head.
+template <std::size_t Heads>
+concept heads_are_positive = Heads != 0;
 /// split_heads<H>(x): H divides the width of x.
 template <std::size_t Width, std::size_t Heads>
 concept heads_divide_width = Heads != 0 && Width % Heads == 0;
@@ -141,6 +158,10 @@ template <class S>
 concept axes_are_batch_seq = shape_has_axes<S, batch, seq>;
 
 // --- Values ---------------------------------------------------------------------------
+
+/// scores(q, k, scale): the scale is a number.
+template <class S>
+concept scale_is_a_number = std::is_arithmetic_v<S> && !std::is_same_v<S, bool>;
 
 /// Every operand of an expression has the same value type.
 template <class A, class B>

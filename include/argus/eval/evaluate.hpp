@@ -1,7 +1,8 @@
 // argus/eval/evaluate.hpp -- evaluation layer: the entry points.
 //
 //     argus::tensor<float, S> y = argus::evaluate(expr, argus::fused);   // or argus::unfused
-//     argus::evaluate(expr, argus::unfused, y);                           // into an existing tensor
+//     argus::evaluate(expr, argus::unfused, y);                           // into an existing
+//     tensor
 //
 // Both policies compute the same value within floating-point tolerance; the fused one
 // runs the attention sub-tree as one loop nest (eval/fused_attention.hpp).
@@ -29,8 +30,10 @@ struct evaluator {
   template <Expression E>
   auto operator()(const E& e) const {
     using P = selected_pattern<Policy, E>;
-    if constexpr (std::is_void_v<P>) return unfused_step(e, *this);
-    else return P::evaluate(e, *this);
+    if constexpr (std::is_void_v<P>)
+      return unfused_step(e, *this);
+    else
+      return P::evaluate(e, *this);
   }
 };
 
@@ -42,31 +45,81 @@ void copy_into(const tensor_view<const T, S>& from, tensor<T, S>& to) {
 
 }  // namespace detail
 
+/// evaluate's relations (beside the entry point: they name expression and tensor types, which
+/// diagnostics/relations.hpp, below the expression layer, cannot).
+template <class E>
+concept argument_is_an_expression = Expression<E>;
+template <class P>
+concept argument_is_an_evaluation_policy = EvaluationPolicy<P>;
+/// evaluate(e, policy, out): out is a tensor<T, S> of e's value type T and shape type S.
+template <class Out, class T, class S>
+concept output_is_a_tensor_of_the_expression_shape = std::is_same_v<Out, tensor<T, S>>;
+
+namespace detail {
+/// Reports (static_assert) the first rule evaluate(e, p) breaks; true when it breaks none.
+template <bool Report, class E, class P>
+constexpr bool evaluation_accepted() {
+  if constexpr (any_rejected<E>) {
+    return false;  // reported where it was made
+  } else if constexpr (!argument_is_an_expression<E>) {
+    if constexpr (Report)
+      static_assert(argument_is_an_expression<E>,
+                    "argument_is_an_expression: argus::evaluate(e, policy) evaluates an expression "
+                    "(built by project, scores, forward, ...), not a tensor");
+    return false;
+  } else if constexpr (!argument_is_an_evaluation_policy<P>) {
+    if constexpr (Report)
+      static_assert(argument_is_an_evaluation_policy<P>,
+                    "argument_is_an_evaluation_policy: argus::evaluate(e, policy) takes "
+                    "argus::fused or argus::unfused as the policy");
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
 /// The value of expression e, computed under policy p, as a new tensor.
-template <Expression E, EvaluationPolicy P>
-tensor<typename E::value_type, typename E::shape_type> evaluate(const E& e, P) {
-  using T = typename E::value_type;
-  auto m = detail::evaluator<P>{}(e);
-  // A row-major result that owns its storage becomes the tensor without a copy.
-  if (m.storage.size() == m.view.size() && m.view.data() == m.storage.data() &&
-      m.view.layout().is_row_major())
-    return detail::tensor_access::adopt(m.view.shape(), std::move(m.storage));
-  tensor<T, typename E::shape_type> out(m.view.shape());
-  detail::copy_into(m.view, out);
-  return out;
+template <class E, class P>
+auto evaluate(const E& e, P) {
+  if constexpr (!detail::evaluation_accepted<true, E, P>()) {
+    return detail::rejected{};
+  } else {
+    using T = typename E::value_type;
+    auto m = detail::evaluator<P>{}(e);
+    // A row-major result that owns its storage becomes the tensor without a copy.
+    if (m.storage.size() == m.view.size() && m.view.data() == m.storage.data() &&
+        m.view.layout().is_row_major())
+      return detail::tensor_access::adopt(m.view.shape(), std::move(m.storage));
+    tensor<T, typename E::shape_type> out(m.view.shape());
+    detail::copy_into(m.view, out);
+    return out;
+  }
 }
 
-/// Evaluates e under policy p into out, whose extents must be e's; otherwise shape_error
-/// is thrown and out is untouched.
-template <Expression E, EvaluationPolicy P>
-void evaluate(const E& e, P p, tensor<typename E::value_type, typename E::shape_type>& out) {
-  const auto s = e.shape();
-  for (std::size_t i = 0; i < s.rank(); ++i)
-    detail::check_extents_agree("argus::evaluate", "the output tensor's extent", out.extent(i),
-                                "the expression's extent", s.extent(i));
-  auto m = detail::evaluator<P>{}(e);
-  detail::copy_into(m.view, out);
-  (void)p;
+/// Evaluates e under policy p into out, a tensor of e's value type and shape type whose
+/// extents must be e's; otherwise shape_error is thrown and out is untouched.
+template <class E, class P, class Out>
+void evaluate(const E& e, P p, Out& out) {
+  if constexpr (!detail::evaluation_accepted<true, E, P>()) {
+    return;
+  } else if constexpr (!output_is_a_tensor_of_the_expression_shape<Out, typename E::value_type,
+                                                                   typename E::shape_type>) {
+    static_assert(
+        output_is_a_tensor_of_the_expression_shape<Out, typename E::value_type,
+                                                   typename E::shape_type>,
+        "output_is_a_tensor_of_the_expression_shape: argus::evaluate(e, policy, out) writes into "
+        "an argus::tensor<T, S> of e's value type T and shape type S");
+    return;
+  } else {
+    const auto s = e.shape();
+    for (std::size_t i = 0; i < s.rank(); ++i)
+      detail::check_extents_agree("argus::evaluate", "the output tensor's extent", out.extent(i),
+                                  "the expression's extent", s.extent(i));
+    auto m = detail::evaluator<P>{}(e);
+    detail::copy_into(m.view, out);
+    (void)p;
+  }
 }
 
 }  // namespace argus

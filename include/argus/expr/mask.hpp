@@ -3,8 +3,8 @@
 // One polarity for every boolean mask, stated in the names: a true (non-zero) entry means
 // "ignore this key" (PyTorch's key_padding_mask and boolean attn_mask convention).
 //   causal                      query i may attend key j iff j <= i (top-left aligned)
-//   ignore_keys(padding)        padding (batch, seq_kv): padding[b][j] != 0 ignores key j for item b
-//   ignore_where(m)             m (seq_q, seq_kv): m[i][j] != 0 ignores key j for query i
+//   ignore_keys(padding)        padding (batch, seq_kv): padding[b][j] != 0 ignores key j for item
+//   b ignore_where(m)             m (seq_q, seq_kv): m[i][j] != 0 ignores key j for query i
 //   add_to_scores(a)            a (seq_q, seq_kv) of the value type, added to the scaled logits
 //                               (-infinity ignores the key)
 // A query whose keys are all ignored attends nothing: its output row is zero, never NaN.
@@ -44,28 +44,87 @@ struct additive_mask {
 template <class M>
 concept mask_element_is_bool_or_uint8 = std::is_same_v<M, bool> || std::is_same_v<M, std::uint8_t>;
 
-template <Operand P>
-  requires axes_are_batch_seq<shape_of<P>> && mask_element_is_bool_or_uint8<value_type_of<P>>
-constexpr ignore_keys_mask<value_type_of<P>, shape_of<P>> ignore_keys(P&& padding) {
-  return {as_expression(std::forward<P>(padding))};
+/// Reports (static_assert) the first rule mask operand P breaks; true when it breaks none.
+namespace detail {
+template <bool Report, class P, bool PerKey, bool Boolean>
+constexpr bool mask_operand_accepted() {
+  if constexpr (!operands_accepted<Report, P>()) {
+    return false;
+  } else if constexpr (PerKey && !axes_are_batch_seq<shape_of<P>>) {
+    if constexpr (Report)
+      static_assert(axes_are_batch_seq<shape_of<P>>,
+                    "axes_are_batch_seq: argus::ignore_keys(padding) takes padding of axes (batch, "
+                    "seq_kv)");
+    return false;
+  } else if constexpr (!PerKey && !axes_are_seq_seq<shape_of<P>>) {
+    if constexpr (Report)
+      static_assert(axes_are_seq_seq<shape_of<P>>,
+                    "axes_are_seq_seq: argus::ignore_where(m) and argus::add_to_scores(a) take a "
+                    "mask of axes (seq_q, seq_kv)");
+    return false;
+  } else if constexpr (Boolean && !mask_element_is_bool_or_uint8<value_type_of<P>>) {
+    if constexpr (Report)
+      static_assert(mask_element_is_bool_or_uint8<value_type_of<P>>,
+                    "mask_element_is_bool_or_uint8: a boolean mask holds bool or std::uint8_t "
+                    "(non-zero: ignore)");
+    return false;
+  } else if constexpr (!Boolean && !value_type_is_float_or_double<value_type_of<P>>) {
+    if constexpr (Report)
+      static_assert(value_type_is_float_or_double<value_type_of<P>>,
+                    "value_type_is_float_or_double: argus::add_to_scores(a) adds float or double "
+                    "values");
+    return false;
+  } else {
+    return true;
+  }
 }
-template <Operand P>
-  requires axes_are_seq_seq<shape_of<P>> && mask_element_is_bool_or_uint8<value_type_of<P>>
-constexpr ignore_mask<value_type_of<P>, shape_of<P>> ignore_where(P&& m) {
-  return {as_expression(std::forward<P>(m))};
+}  // namespace detail
+
+/// True when ignore_keys(p), ignore_where(p), add_to_scores(p) compile (in-process tests).
+template <class P>
+concept ignore_keys_accepts = detail::mask_operand_accepted<false, P, true, true>();
+template <class P>
+concept ignore_where_accepts = detail::mask_operand_accepted<false, P, false, true>();
+template <class P>
+concept add_to_scores_accepts = detail::mask_operand_accepted<false, P, false, false>();
+
+/// Ignores, for batch item b, every key j with padding[b][j] != 0; padding is (batch, seq_kv).
+template <class P>
+constexpr auto ignore_keys(P&& padding) {
+  if constexpr (!detail::mask_operand_accepted<true, P, true, true>())
+    return detail::rejected{};
+  else
+    return ignore_keys_mask<value_type_of<P>, shape_of<P>>{as_expression(std::forward<P>(padding))};
 }
-template <Operand P>
-  requires axes_are_seq_seq<shape_of<P>> && value_type_is_float_or_double<value_type_of<P>>
-constexpr additive_mask<value_type_of<P>, shape_of<P>> add_to_scores(P&& a) {
-  return {as_expression(std::forward<P>(a))};
+/// Ignores key j for query i where m[i][j] != 0; m is (seq_q, seq_kv).
+template <class P>
+constexpr auto ignore_where(P&& m) {
+  if constexpr (!detail::mask_operand_accepted<true, P, false, true>())
+    return detail::rejected{};
+  else
+    return ignore_mask<value_type_of<P>, shape_of<P>>{as_expression(std::forward<P>(m))};
+}
+/// Adds a[i][j] to the scaled logit of query i and key j (-infinity ignores it); a is
+/// (seq_q, seq_kv) of the scores' value type.
+template <class P>
+constexpr auto add_to_scores(P&& a) {
+  if constexpr (!detail::mask_operand_accepted<true, P, false, false>())
+    return detail::rejected{};
+  else
+    return additive_mask<value_type_of<P>, shape_of<P>>{as_expression(std::forward<P>(a))};
 }
 
 namespace detail {
-template <class M> struct is_mask : std::false_type {};
-template <> struct is_mask<causal_mask> : std::true_type {};
-template <class M, class S> struct is_mask<ignore_keys_mask<M, S>> : std::true_type {};
-template <class M, class S> struct is_mask<ignore_mask<M, S>> : std::true_type {};
-template <class T, class S> struct is_mask<additive_mask<T, S>> : std::true_type {};
+template <class M>
+struct is_mask : std::false_type {};
+template <>
+struct is_mask<causal_mask> : std::true_type {};
+template <class M, class S>
+struct is_mask<ignore_keys_mask<M, S>> : std::true_type {};
+template <class M, class S>
+struct is_mask<ignore_mask<M, S>> : std::true_type {};
+template <class T, class S>
+struct is_mask<additive_mask<T, S>> : std::true_type {};
 
 // The static extents a mask constrains; dyn where it constrains nothing. A padding mask
 // constrains (batch, seq_kv) through `padding_batch`/`padding_keys`, a pair mask
@@ -73,19 +132,29 @@ template <class T, class S> struct is_mask<additive_mask<T, S>> : std::true_type
 struct unconstrained_extents {
   static constexpr std::size_t padding_batch = dyn, padding_keys = dyn, rows = dyn, cols = dyn;
 };
-template <class M> struct mask_extents : unconstrained_extents {};
-template <class M, class S> struct mask_extents<ignore_keys_mask<M, S>> : unconstrained_extents {
+template <class M>
+struct mask_extents : unconstrained_extents {};
+template <class M, class S>
+struct mask_extents<ignore_keys_mask<M, S>> : unconstrained_extents {
   static constexpr std::size_t padding_batch = static_extent_v<S, 0>;
   static constexpr std::size_t padding_keys = static_extent_v<S, 1>;
 };
-template <class M, class S> struct mask_extents<ignore_mask<M, S>> : unconstrained_extents {
+template <class M, class S>
+struct mask_extents<ignore_mask<M, S>> : unconstrained_extents {
   static constexpr std::size_t rows = static_extent_v<S, 0>, cols = static_extent_v<S, 1>;
 };
-template <class T, class S> struct mask_extents<additive_mask<T, S>> : unconstrained_extents {
+template <class T, class S>
+struct mask_extents<additive_mask<T, S>> : unconstrained_extents {
   static constexpr std::size_t rows = static_extent_v<S, 0>, cols = static_extent_v<S, 1>;
 };
-template <class M> struct mask_value_type { using type = void; };
-template <class T, class S> struct mask_value_type<additive_mask<T, S>> { using type = T; };
+template <class M>
+struct mask_value_type {
+  using type = void;
+};
+template <class T, class S>
+struct mask_value_type<additive_mask<T, S>> {
+  using type = T;
+};
 }  // namespace detail
 
 /// causal, ignore_keys(...), ignore_where(...) or add_to_scores(...).
@@ -105,7 +174,8 @@ struct masked_node {
 namespace detail {
 inline void check_mask_extents(const causal_mask&, std::size_t, std::size_t, std::size_t) {}
 template <class M, class S>
-void check_mask_extents(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t kv) {
+void check_mask_extents(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t,
+                        std::size_t kv) {
   const auto s = m.keys.shape();
   check_extents_agree("argus::mask(ignore_keys)", "the batch of the padding mask", s.extent(0),
                       "the batch of the scores", b);
@@ -126,38 +196,121 @@ template <class T, class S>
 void check_mask_extents(const additive_mask<T, S>& m, std::size_t, std::size_t q, std::size_t kv) {
   check_pair_mask_extents("argus::mask(add_to_scores)", m.values, q, kv);
 }
+
+/// mask(mask(s, m1), m2)... on an expression s whose static relations hold; run-time extents
+/// are checked here, before the node is returned.
+template <Expression E, class M, class... Ms>
+constexpr auto apply_masks(E s, const M& m, const Ms&... ms) {
+  masked_node<E, M> node{std::move(s), m};
+  const auto sh = node.scores.shape();
+  check_mask_extents(m, sh.extent(0), sh.extent(2), sh.extent(3));
+  if constexpr (sizeof...(Ms) == 0)
+    return node;
+  else
+    return apply_masks(std::move(node), ms...);
+}
 }  // namespace detail
 
-/// Mask M fits scores of (batch, seq_q, seq_kv): every relation mask() checks.
+/// Mask M fits scores of (batch, seq_q, seq_kv): every relation mask() checks (in-process form).
 template <class M, std::size_t Batch, std::size_t SeqQ, std::size_t SeqKV>
-concept mask_fits_scores = Mask<M> &&
-    padding_batch_equals_batch<detail::mask_extents<M>::padding_batch, Batch> &&
+concept mask_fits_scores =
+    Mask<M> && padding_batch_equals_batch<detail::mask_extents<M>::padding_batch, Batch> &&
     padding_length_equals_seq_kv<detail::mask_extents<M>::padding_keys, SeqKV> &&
     mask_rows_equal_seq_q<detail::mask_extents<M>::rows, SeqQ> &&
     mask_cols_equal_seq_kv<detail::mask_extents<M>::cols, SeqKV>;
 
-/// Applies mask m to scores s (batch, head, seq_q, seq_kv). Masks compose:
-/// mask(mask(s, causal), ignore_keys(padding)) ignores what either ignores.
-template <Operand E, Mask M>
-  requires axes_are_batch_head_seq_seq<shape_of<E>> &&
-           padding_batch_equals_batch<detail::mask_extents<M>::padding_batch, axis_t<shape_of<E>, 0>::static_extent> &&
-           padding_length_equals_seq_kv<detail::mask_extents<M>::padding_keys, axis_t<shape_of<E>, 3>::static_extent> &&
-           mask_rows_equal_seq_q<detail::mask_extents<M>::rows, axis_t<shape_of<E>, 2>::static_extent> &&
-           mask_cols_equal_seq_kv<detail::mask_extents<M>::cols, axis_t<shape_of<E>, 3>::static_extent> &&
-           (std::is_void_v<typename detail::mask_value_type<M>::type> ||
-            value_types_agree<typename detail::mask_value_type<M>::type, value_type_of<E>>)
-constexpr masked_node<expression_t<E>, M> mask(E&& s, const M& m) {
-  masked_node<expression_t<E>, M> node{as_expression(std::forward<E>(s)), m};
-  const auto sh = node.scores.shape();
-  detail::check_mask_extents(m, sh.extent(0), sh.extent(2), sh.extent(3));
-  return node;
-}
+/// A mask argument is one of causal, ignore_keys(...), ignore_where(...), add_to_scores(...).
+template <class M>
+concept argument_is_a_mask = Mask<std::remove_cvref_t<M>>;
 
-/// Applies several masks in order: mask(s, m1, m2) == mask(mask(s, m1), m2).
-template <Operand E, Mask M1, Mask M2, Mask... Ms>
-constexpr auto mask(E&& s, const M1& m1, const M2& m2, const Ms&... ms)
-    -> decltype(mask(mask(std::forward<E>(s), m1), m2, ms...)) {
-  return mask(mask(std::forward<E>(s), m1), m2, ms...);
+namespace detail {
+/// Reports (static_assert) the first relation mask M breaks against scores of (Batch, SeqQ,
+/// SeqKV) and value type T; true when it breaks none. Used by mask() and by the module's forward.
+template <bool Report, class M, std::size_t Batch, std::size_t SeqQ, std::size_t SeqKV, class T>
+constexpr bool mask_accepted() {
+  using E = mask_extents<std::remove_cvref_t<M>>;
+  using V = typename mask_value_type<std::remove_cvref_t<M>>::type;
+  if constexpr (any_rejected<M>) {
+    return false;  // reported where it was made
+  } else if constexpr (!argument_is_a_mask<M>) {
+    if constexpr (Report)
+      static_assert(argument_is_a_mask<M>,
+                    "argument_is_a_mask: a mask is causal, ignore_keys(padding), "
+                    "ignore_where(pairs) or add_to_scores(values), given after the inputs");
+    return false;
+  } else if constexpr (!padding_batch_equals_batch<E::padding_batch, Batch>) {
+    if constexpr (Report)
+      static_assert(padding_batch_equals_batch<E::padding_batch, Batch>,
+                    "padding_batch_equals_batch: ignore_keys(padding) has one row per batch item");
+    return false;
+  } else if constexpr (!padding_length_equals_seq_kv<E::padding_keys, SeqKV>) {
+    if constexpr (Report)
+      static_assert(padding_length_equals_seq_kv<E::padding_keys, SeqKV>,
+                    "padding_length_equals_seq_kv: ignore_keys(padding) has one entry per key");
+    return false;
+  } else if constexpr (!mask_rows_equal_seq_q<E::rows, SeqQ>) {
+    if constexpr (Report)
+      static_assert(mask_rows_equal_seq_q<E::rows, SeqQ>,
+                    "mask_rows_equal_seq_q: a (seq_q, seq_kv) mask has one row per query");
+    return false;
+  } else if constexpr (!mask_cols_equal_seq_kv<E::cols, SeqKV>) {
+    if constexpr (Report)
+      static_assert(mask_cols_equal_seq_kv<E::cols, SeqKV>,
+                    "mask_cols_equal_seq_kv: a (seq_q, seq_kv) mask has one column per key");
+    return false;
+  } else if constexpr (!std::is_void_v<V> && !value_types_agree<V, T>) {
+    if constexpr (Report)
+      static_assert(std::is_void_v<V> || value_types_agree<V, T>,
+                    "value_types_agree: add_to_scores(values) has the value type of the scores");
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
+/// Applies masks ms to scores s (batch, head, seq_q, seq_kv), in order. Masks compose:
+/// mask(s, causal, ignore_keys(padding)) == mask(mask(s, causal), ignore_keys(padding))
+/// ignores what either ignores.
+namespace detail {
+/// The rules of mask(s, masks...), in the order they are reported; true when all hold. With Report,
+/// the first broken one is a static_assert naming it (the entry point's compile error).
+template <bool Report, class E, class... Ms>
+constexpr bool mask_accepted() {
+  if constexpr (!operands_accepted<Report, E>()) {
+    return false;
+  } else if constexpr (!axes_are_batch_head_seq_seq<shape_of<E>>) {
+    if constexpr (Report)
+      static_assert(axes_are_batch_head_seq_seq<shape_of<E>>,
+                    "axes_are_batch_head_seq_seq: argus::mask(s, masks...) masks scores of axes "
+                    "(batch, head, seq_q, seq_kv)");
+    return false;
+  } else if constexpr (sizeof...(Ms) == 0) {
+    if constexpr (Report)
+      static_assert(sizeof...(Ms) != 0, "argus::mask(s, masks...) takes at least one mask");
+    return false;
+  } else if constexpr (!(mask_accepted<Report, Ms, axis_of<E, 0>::static_extent,
+                                       axis_of<E, 2>::static_extent, axis_of<E, 3>::static_extent,
+                                       value_type_of<E>>() &&
+                         ...)) {
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
+/// True when mask(s, masks...) compiles (the same rules, without the report): for in-process tests.
+template <class E, class... Ms>
+concept mask_accepts = detail::mask_accepted<false, E, Ms...>();
+
+template <class E, class... Ms>
+constexpr auto mask(E&& s, const Ms&... ms) {
+  if constexpr (!detail::mask_accepted<true, E, Ms...>()) {
+    return detail::rejected{};
+  } else {
+    return detail::apply_masks(as_expression(std::forward<E>(s)), ms...);
+  }
 }
 
 }  // namespace argus

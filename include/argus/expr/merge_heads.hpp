@@ -22,11 +22,37 @@ struct merge_heads_node {
   }
 };
 
+namespace detail {
+/// The rules of merge_heads(x), in the order they are reported; true when all hold. With Report,
+/// the first broken one is a static_assert naming it (the entry point's compile error).
+template <bool Report, class X>
+constexpr bool merge_heads_accepted() {
+  if constexpr (!operands_accepted<Report, X>()) {
+    return false;
+  } else if constexpr (!axes_are_batch_head_seq_head_dim<shape_of<X>>) {
+    if constexpr (Report)
+      static_assert(axes_are_batch_head_seq_head_dim<shape_of<X>>,
+                    "axes_are_batch_head_seq_head_dim: argus::merge_heads(x) merges x of axes "
+                    "(batch, head, seq, head_dim)");
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
+/// True when merge_heads(x) compiles (the same rules, without the report): for in-process tests.
+template <class X>
+concept merge_heads_accepts = detail::merge_heads_accepted<false, X>();
+
 /// Concatenates the heads of x (batch, head<H>, seq, head_dim<DV>) into (batch, seq, model<H*DV>).
-template <Operand X>
-  requires axes_are_batch_head_seq_head_dim<shape_of<X>>
-constexpr merge_heads_node<expression_t<X>> merge_heads(X&& x) {
-  return {as_expression(std::forward<X>(x))};
+template <class X>
+constexpr auto merge_heads(X&& x) {
+  if constexpr (!detail::merge_heads_accepted<true, X>()) {
+    return detail::rejected{};
+  } else {
+    return merge_heads_node<expression_t<X>>{as_expression(std::forward<X>(x))};
+  }
 }
 
 }  // namespace argus

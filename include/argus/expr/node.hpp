@@ -39,11 +39,17 @@ struct leaf {
 
 /// The expression for an operand: an expression as is, a tensor or view as a leaf.
 template <Expression E>
-constexpr E as_expression(const E& e) noexcept { return e; }
+constexpr E as_expression(const E& e) noexcept {
+  return e;
+}
 template <class T, Shape S>
-constexpr leaf<const T, S> as_expression(const tensor_view<T, S>& v) noexcept { return {v}; }
+constexpr leaf<const T, S> as_expression(const tensor_view<T, S>& v) noexcept {
+  return {v};
+}
 template <class T, Shape S>
-constexpr leaf<const T, S> as_expression(const tensor<T, S>& t) noexcept { return {t.view()}; }
+constexpr leaf<const T, S> as_expression(const tensor<T, S>& t) noexcept {
+  return {t.view()};
+}
 template <class T, Shape S>
 constexpr leaf<const T, S> as_expression(tensor<T, S>&& t) = delete;  // would dangle: see above
 
@@ -51,10 +57,25 @@ constexpr leaf<const T, S> as_expression(tensor<T, S>&& t) = delete;  // would d
 template <class X>
 concept operand_is_not_a_temporary_tensor = !(Tensor<X> && std::is_rvalue_reference_v<X&&>);
 
+/// An operand is an argus tensor, a tensor_view or an expression (not a mask, a number or a
+/// foreign array).
+template <class X>
+concept operand_is_a_tensor_view_or_expression = requires(const std::remove_cvref_t<X>& x) {
+  as_expression(x);
+};
+
 /// Something an expression can take as an operand: an expression, a view, or a tensor lvalue.
 template <class X>
-concept Operand =
-    operand_is_not_a_temporary_tensor<X> && requires(X&& x) { as_expression(std::forward<X>(x)); };
+concept Operand = operand_is_a_tensor_view_or_expression<X> && operand_is_not_a_temporary_tensor<X>;
+
+namespace detail {
+/// What an entry point returns once its static_assert has reported a broken rule. Every entry
+/// point takes it silently and returns it again, so one misuse gives one error, not a cascade
+/// through the calls that use the result.
+struct rejected {};
+template <class... X>
+inline constexpr bool any_rejected = (std::is_same_v<std::remove_cvref_t<X>, rejected> || ...);
+}  // namespace detail
 
 namespace detail {
 // The types of operand X, as members of a class: GCC 12 prints `operand_types<X>::shape_type`
@@ -69,14 +90,58 @@ struct operand_types {
 }  // namespace detail
 
 /// The expression type for operand X.
-template <Operand X> using expression_t = typename detail::operand_types<X>::expression;
+template <Operand X>
+using expression_t = typename detail::operand_types<X>::expression;
 
 /// The result shape type and value type of an operand.
-template <Operand X> using shape_of = typename detail::operand_types<X>::shape_type;
-template <Operand X> using value_type_of = typename detail::operand_types<X>::value_type;
+template <Operand X>
+using shape_of = typename detail::operand_types<X>::shape_type;
+template <Operand X>
+using value_type_of = typename detail::operand_types<X>::value_type;
 
 /// Static extent I of operand X's shape.
 template <Operand X, std::size_t I>
 inline constexpr std::size_t extent_of = static_extent_v<shape_of<X>, I>;
+
+/// Axis I of operand X's shape. Entry points name extents as `axis_of<X, I>::static_extent`,
+/// which GCC prints as the number (a variable template it would print by name).
+template <Operand X, std::size_t I>
+using axis_of = axis_t<shape_of<X>, I>;
+
+namespace detail {
+/// Reports (static_assert) the first operand rule X breaks; true when it breaks none. A
+/// rejected operand (an earlier error, already reported) is false without a second report.
+template <bool Report, class X>
+constexpr bool operand_accepted() {
+  if constexpr (any_rejected<X>) {
+    return false;
+  } else if constexpr (!operand_is_a_tensor_view_or_expression<X>) {
+    if constexpr (Report)
+      static_assert(
+          operand_is_a_tensor_view_or_expression<X>,
+          "operand_is_a_tensor_view_or_expression: an operand of argus is an argus::tensor, "
+          "a tensor_view or an expression");
+    return false;
+  } else if constexpr (!operand_is_not_a_temporary_tensor<X>) {
+    if constexpr (Report)
+      static_assert(operand_is_not_a_temporary_tensor<X>,
+                    "operand_is_not_a_temporary_tensor: the expression would keep a reference to a "
+                    "temporary tensor; name the tensor first");
+    return false;
+  } else {
+    return true;
+  }
+}
+/// operand_accepted for each operand in turn, stopping at the first that breaks a rule.
+template <bool Report, class X, class... Rest>
+constexpr bool operands_accepted() {
+  if constexpr (!operand_accepted<Report, X>())
+    return false;
+  else if constexpr (sizeof...(Rest) == 0)
+    return true;
+  else
+    return operands_accepted<Report, Rest...>();
+}
+}  // namespace detail
 
 }  // namespace argus

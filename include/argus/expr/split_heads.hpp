@@ -26,12 +26,49 @@ struct split_heads_node {
   }
 };
 
+namespace detail {
+/// The rules of split_heads<Heads>(x), in the order they are reported; true when all hold. With
+/// Report, the first broken one is a static_assert naming it (the entry point's compile error).
+template <bool Report, std::size_t Heads, class X>
+constexpr bool split_heads_accepted() {
+  if constexpr (!operands_accepted<Report, X>()) {
+    return false;
+  } else if constexpr (!axes_are_batch_seq_model<shape_of<X>>) {
+    if constexpr (Report)
+      static_assert(
+          axes_are_batch_seq_model<shape_of<X>>,
+          "axes_are_batch_seq_model: argus::split_heads<Heads>(x) splits x of axes (batch, "
+          "seq, model)");
+    return false;
+  } else if constexpr (!heads_divide_width<axis_of<X, 2>::static_extent, Heads>) {
+    if constexpr (Report)
+      static_assert(
+          heads_divide_width<axis_of<X, 2>::static_extent, Heads>,
+          "heads_divide_width: argus::split_heads<Heads>(x) needs Heads >= 1 dividing the "
+          "width of x");
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
+/// True when split_heads<Heads>(x) compiles (the same rules, without the report): for in-process
+/// tests.
+template <std::size_t Heads, class X>
+concept split_heads_accepts = detail::split_heads_accepted<false, Heads, X>();
+
 /// Views x (batch, seq, model<Heads*DK>) as Heads heads (batch, head<Heads>, seq, head_dim<DK>).
-template <std::size_t Heads, Operand X>
-  requires axes_are_batch_seq_model<shape_of<X>> &&
-           heads_divide_width<axis_t<shape_of<X>, 2>::static_extent, Heads>
-constexpr split_heads_node<Heads, expression_t<X>> split_heads(X&& x) {
-  return {as_expression(std::forward<X>(x))};
+///
+/// Checks, in order, reporting the first that fails: x is a tensor, view or expression and not
+/// a temporary tensor; its axes are (batch, seq, model); Heads >= 1; Heads divides its width.
+template <std::size_t Heads, class X>
+constexpr auto split_heads(X&& x) {
+  if constexpr (!detail::split_heads_accepted<true, Heads, X>()) {
+    return detail::rejected{};
+  } else {
+    return split_heads_node<Heads, expression_t<X>>{as_expression(std::forward<X>(x))};
+  }
 }
 
 }  // namespace argus

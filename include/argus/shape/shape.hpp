@@ -98,6 +98,26 @@ template <class... A> struct is_shape<shape<A...>> : std::true_type {};
 template <class S>
 concept Shape = detail::is_shape<S>::value;
 
+/// shape<...>(extents...), tensor(extents...), tensor_view(p, extents...): one run-time extent
+/// for each run-time (dyn) axis of the shape, in axis order.
+template <std::size_t Given, std::size_t DynAxes>
+concept run_time_extents_match_dyn_axes = Given == DynAxes;
+
+namespace detail {
+/// S from its run-time extents; a count other than S's run-time axes is reported here.
+template <class S, class... I>
+constexpr S shape_from_run_time_extents(I... dynamic) {
+  if constexpr (!run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>) {
+    static_assert(run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>,
+                  "run_time_extents_match_dyn_axes: a tensor or view of this shape takes one "
+                  "run-time extent per dyn axis (batch<>, seq<>), in axis order");
+    return S{};
+  } else {
+    return S(dynamic...);
+  }
+}
+}  // namespace detail
+
 /// The axis at position I of shape S.
 template <Shape S, std::size_t I>
 using axis_t = typename S::template axis<I>;

@@ -31,13 +31,15 @@ class tensor {
   using value_type = T;
   using shape_type = S;
 
-  /// A tensor whose extents are all static.
-  tensor() requires(S::rank_dynamic() == 0) : tensor(S{}) {}
-  /// From the run-time extents, in axis order; elements are zero.
+  /// Static extents from the type, run-time extents 0 (an empty tensor, as std::extents and
+  /// Eigen's dynamic matrices default to); elements are zero.
+  tensor() : tensor(S{}) {}
+  /// From the run-time extents, in axis order; elements are zero. Giving a different number
+  /// of extents than S has run-time axes is a compile error naming
+  /// run_time_extents_match_dyn_axes.
   template <class... I>
-    requires(sizeof...(I) == S::rank_dynamic() && sizeof...(I) > 0 &&
-             (std::is_convertible_v<I, std::size_t> && ...))
-  explicit tensor(I... dynamic) : tensor(S(dynamic...)) {}
+    requires(sizeof...(I) > 0 && (std::is_integral_v<I> && ...))
+  explicit tensor(I... dynamic) : tensor(detail::shape_from_run_time_extents<S>(dynamic...)) {}
   /// From a shape object; elements are zero.
   explicit tensor(const S& s) : shape_(s), buffer_(s.size()) {}
 

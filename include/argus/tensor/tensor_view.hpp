@@ -25,6 +25,12 @@ class tensor_view {
   /// Row-major view of p.
   constexpr tensor_view(T* p, const S& s) noexcept : data_(p), layout_(layout_type::row_major(s)) {}
   constexpr tensor_view(T* p, const layout_type& l) noexcept : data_(p), layout_(l) {}
+  /// Row-major view of p with the given run-time extents, in axis order (as std::mdspan);
+  /// the count must be S's number of run-time axes (run_time_extents_match_dyn_axes).
+  template <class... I>
+    requires(sizeof...(I) > 0 && (std::is_integral_v<I> && ...))
+  constexpr tensor_view(T* p, I... dynamic)
+      : tensor_view(p, detail::shape_from_run_time_extents<S>(dynamic...)) {}
   /// A view of const elements from a view of mutable ones.
   template <class U>
     requires(std::is_const_v<T> && std::is_same_v<const U, T>)
