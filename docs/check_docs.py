@@ -135,7 +135,7 @@ def parse(doc):
 
 
 def kind(b):
-    return b.marker.split()[0] if b.marker else ""
+    return b.marker.split()[0].rstrip(":") if b.marker else ""
 
 
 def all_blocks():
@@ -306,7 +306,9 @@ def pattern(text):
 
 
 def masked(text, ignore):
-    return re.sub(ignore, "#", text) if ignore else text
+    """What `ignore` matches becomes `#`, and runs of blanks one blank (aligned columns of
+    figures keep their width only with the figures)."""
+    return re.sub(r"[ \t]+", " ", re.sub(ignore, "#", text)) if ignore else text
 
 
 def parse_spec(spec):
@@ -446,6 +448,12 @@ def cmd_worked_example(args):
                     k += 1
                 lines[k:k] = m.block.text.split("\n") + [""]
                 path.write_text("\n".join(lines))
+            elif op == "before-end-of":  # before the "};" that closes the class ending above the anchor
+                lines = path.read_text().split("\n")
+                a = next(i for i, l in enumerate(lines) if words[3] in l)
+                k = next(i for i in range(a, -1, -1) if lines[i] == "};")
+                lines[k:k] = [""] + m.block.text.split("\n")
+                path.write_text("\n".join(lines))
             elif op == "replace":
                 lines = path.read_text().split("\n")
                 a = next(i for i, l in enumerate(lines) if words[3] in l)
@@ -479,7 +487,7 @@ def cmd_worked_example(args):
     r = subprocess.run([str(exe), "--log_level=message", "--color_output=no"], capture_output=True, text=True)
     out_errors, edits = [], []
     for b in blocks:
-        if kind(b) == "output" and parse_spec(b.marker)[0][0] == "unit.eval.fused_projection_add":
+        if kind(b) == "worked-output":
             check_output(b, r.stdout + r.stderr, None, False, out_errors, edits)
     report("worked-example", out_errors, "the guide applied to a copy of the tree builds, its tests pass")
 
