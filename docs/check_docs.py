@@ -261,7 +261,10 @@ def cmd_snippets(args):
         n += 1
         body, incs = [], []
         for l in (b.hidden + "\n" + b.text if kind(b) == "compile" else b.text).split("\n"):
-            (incs if l.startswith("#include") else body).append(l)
+            if l.startswith("#include"):
+                incs.append(l)
+                l = ""  # keeps the #line numbering
+            body.append(l)
         includes += [i for i in incs if i not in includes]
         text = "\n".join(body)
         text = re.sub(r"\bint main\s*\(", "int snippet_main(", text)
