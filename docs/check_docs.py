@@ -14,13 +14,12 @@ docs/contributing/docs.md; ctest runs each mode (docs/CMakeLists.txt).
 """
 import argparse
 import difflib
-import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
