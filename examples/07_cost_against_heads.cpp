@@ -91,10 +91,11 @@ int main(int argc, char** argv) {
                       measure<8>(n, reps), measure<16>(n, reps), measure<32>(n, reps)};
   std::printf("multi_head_attention<%zu, h>::forward(x, causal), %zu tokens, fused, 1 thread\n",
               d_model, n);
-  std::printf("   h   d_k   projections   Q·Kᵀ + P·V   softmax exps      time\n");
+  std::printf("   h   d_k   projections   Q·Kᵀ + P·V   softmax exps      time        rate\n");
   for (const row& r : rows)
-    std::printf("  %2zu   %3zu   %7.2f GFLOP %7.2f GFLOP %9.1f M   %7.1f ms\n", r.heads, r.d_k,
-                r.projection_gflop, r.core_gflop, r.exps_millions, r.ms);
+    std::printf("  %2zu   %3zu   %7.2f GFLOP %7.2f GFLOP %9.1f M   %7.1f ms %6.1f GFLOP/s\n",
+                r.heads, r.d_k, r.projection_gflop, r.core_gflop, r.exps_millions, r.ms,
+                (r.projection_gflop + r.core_gflop) / (r.ms * 1e-3));
   std::printf("time at h = 32 over time at h = 1: %.2f\n", rows[5].ms / rows[0].ms);
   std::printf("%s\n", failures ? "07_cost_against_heads: FAILED"
                                : "07_cost_against_heads: all checks passed");
