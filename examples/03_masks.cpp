@@ -175,6 +175,17 @@ int main() {
         }),
         "attention_weights(mha.forward(x, causal, ignore_keys(padding))) respects both masks");
 
+  // --- A mask whose run-time extents do not fit the scores throws shape_error -------------
+  tensor<std::uint8_t, shape<batch<>, seq<>>> long_padding(B, S + 1);  // (BATCH,SEQ_KV + 1)
+  try {
+    const auto bad = mask(s, ignore_keys(long_padding));
+    (void)bad;
+    check(false, "a padding mask of 7 keys on scores of 6 keys throws shape_error");
+  } catch (const shape_error& e) {
+    std::printf("  shape_error: %s\n", e.what());
+    check(true, "a padding mask of 7 keys on scores of 6 keys throws shape_error");
+  }
+
   std::printf("%s\n", failures ? "03_masks: FAILED" : "03_masks: all checks passed");
   return failures ? 1 : 0;
 }
