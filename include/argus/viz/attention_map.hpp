@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace argus {
@@ -99,6 +100,13 @@ make_attention_map(const tensor_view<const T, S>& w, const attention_picture_opt
   m.columns = o.columns == 0 ? std::max<std::size_t>(m.heads, 1) : o.columns;
   m.scale_max = o.scale_max > 0 ? o.scale_max : (largest > 0 ? largest : 1.0);
   return m;
+}
+
+/// The same, from a view of mutable elements.
+template <class T, Shape S>
+requires shape_has_axes<S, batch, head, seq, seq> &&(!std::is_const_v<T>)attention_map
+    make_attention_map(const tensor_view<T, S>& w, const attention_picture_options& o = {}) {
+  return make_attention_map(tensor_view<const T, S>(w), o);
 }
 
 /// The same, from the tensor evaluate() returns.

@@ -27,7 +27,7 @@ using weights_t =
 /// batch 2, 2 heads, 3 queries, 4 keys; item b, head h, row q, key k holds
 /// (b + 1) * (1 + h * 12 + q * 4 + k) / 100.
 weights_t sample_weights() {
-  weights_t w(2, 3, 4);
+  weights_t w(2, 3, 4);  // (B,H,SEQ_Q,SEQ_KV)
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t h = 0; h < 2; ++h)
       for (std::size_t q = 0; q < 3; ++q)
@@ -93,6 +93,8 @@ BOOST_AUTO_TEST_CASE(attention_map_takes_one_batch_item_its_labels_and_scale) {
   BOOST_TEST((m.query_labels == std::vector<std::string>{"a", "b", "c"}));
   BOOST_TEST((m.key_labels == std::vector<std::string>{"0", "1", "2", "3"}));  // seq_kv != seq_q
   BOOST_TEST(argus::make_attention_map(w, {.scale_max = 2}).fraction(1.0) == 0.5);
+  weights_t copy = w;
+  BOOST_TEST((argus::make_attention_map(copy.view(), {.batch_item = 1}).weights == m.weights));
 
   BOOST_CHECK_EXCEPTION((void)argus::make_attention_map(w, {.batch_item = 2}), argus::shape_error,
                         [](const argus::shape_error& e) {
