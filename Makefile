@@ -12,9 +12,11 @@
 
 SHELL := /bin/bash
 JOBS ?= 2
-# Debian 12 packages the build, the tests and bench/ (compare.py needs numpy and scipy) use.
+# Debian 12 packages the build, the tests and bench/ (compare.py needs numpy and scipy) use;
+# nlohmann-json3-dev (safetensors headers) and libstb-dev (PNG) serve argus/io and argus/viz.
 DEPS := g++-12 clang-14 cmake ninja-build libboost-dev libboost-test-dev libbenchmark-dev \
-        libbenchmark-tools libeigen3-dev python3-matplotlib python3-numpy python3-scipy
+        libbenchmark-tools libeigen3-dev python3-matplotlib python3-numpy python3-scipy \
+        nlohmann-json3-dev libstb-dev
 
 # One configuration at a time: never let `make -j` run two presets at once.
 .NOTPARALLEL:

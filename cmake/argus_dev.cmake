@@ -45,3 +45,11 @@ function(argus_tagged_line out file tag default)
     set(${out} "${default}" PARENT_SCOPE)
   endif()
 endfunction()
+
+# The optional headers: argus/io/ (safetensors reads its JSON header with nlohmann-json) and
+# argus/viz/ (PNG through stb_image_write, Debian's libstb). Tests, examples and the
+# header check link them through argus_dev; the argus::argus target never does.
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(argus_stb REQUIRED IMPORTED_TARGET stb)
+target_link_libraries(argus_dev INTERFACE nlohmann_json::nlohmann_json PkgConfig::argus_stb)

@@ -1,0 +1,217 @@
+// argus/viz/: attention weights to an attention_map (values, labels, scale, misuse), and
+// the three renderings of it: SVG (well-formed XML, escaped labels, one cell per weight in
+// its colour), PNG (every cell's pixels in its colour, written and decoded back by stb) and
+// text (each style's cells and scale).
+#define BOOST_TEST_MODULE unit.viz.attention_pictures
+#include "support/tensor_files.hpp"
+#include <argus/argus.hpp>
+#include <argus/viz/attention_map.hpp>
+#include <argus/viz/attention_png.hpp>
+#include <argus/viz/attention_svg.hpp>
+#include <argus/viz/attention_text.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stb_image.h>
+#include <string>
+#include <vector>
+
+namespace {
+
+using weights_t =
+    argus::tensor<float, argus::shape<argus::batch<>, argus::head<2>, argus::seq<>, argus::seq<>>>;
+
+/// batch 2, 2 heads, 3 queries, 4 keys; item b, head h, row q, key k holds
+/// (b + 1) * (1 + h * 12 + q * 4 + k) / 100.
+weights_t sample_weights() {
+  weights_t w(2, 3, 4);  // (B,H,SEQ_Q,SEQ_KV)
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t q = 0; q < 3; ++q)
+        for (std::size_t k = 0; k < 4; ++k)
+          w(b, h, q, k) = float(b + 1) * float(1 + h * 12 + q * 4 + k) / 100;
+  return w;
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) ++n;
+  return n;
+}
+
+/// A small well-formedness check: every tag closed in order, attribute values quoted, '&'
+/// only in the five predefined entities, no '<' in text. Returns "" or the first problem.
+std::string xml_problem(const std::string& s) {
+  std::vector<std::string> open;
+  for (std::size_t i = 0; i < s.size();) {
+    if (s[i] == '&') {
+      std::size_t end = s.find(';', i);
+      const std::string ent = end == std::string::npos ? "" : s.substr(i, end - i + 1);
+      if (ent != "&amp;" && ent != "&lt;" && ent != "&gt;" && ent != "&quot;" && ent != "&apos;")
+        return "bad entity at " + std::to_string(i);
+      i = end + 1;
+      continue;
+    }
+    if (s[i] != '<') {
+      if (s[i] == '>') return "'>' in text at " + std::to_string(i);
+      ++i;
+      continue;
+    }
+    const std::size_t end = s.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    std::string tag = s.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.starts_with("?")) continue;
+    if (count(tag, "\"") % 2 != 0) return "unbalanced quotes in <" + tag + ">";
+    if (tag.find('<') != std::string::npos) return "'<' inside <" + tag + ">";
+    if (tag.starts_with("/")) {
+      if (open.empty() || open.back() != tag.substr(1))
+        return "</" + tag.substr(1) + "> closes nothing open";
+      open.pop_back();
+    } else if (!tag.ends_with("/")) {
+      open.push_back(tag.substr(0, tag.find(' ')));
+    }
+  }
+  return open.empty() ? "" : "<" + open.back() + "> never closed";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(attention_map_takes_one_batch_item_its_labels_and_scale) {
+  const weights_t w = sample_weights();
+  const argus::attention_map m = argus::make_attention_map(
+      w, {.title = "t", .query_tokens = {"a", "b", "c"}, .batch_item = 1});
+  BOOST_TEST(m.heads == 2u);
+  BOOST_TEST(m.seq_q == 3u);
+  BOOST_TEST(m.seq_kv == 4u);
+  BOOST_TEST(m.at(1, 2, 3) == double(w(1, 1, 2, 3)));
+  BOOST_TEST(m.at(0, 1, 0) == double(w(1, 0, 1, 0)));
+  BOOST_TEST(m.scale_max == double(w(1, 1, 2, 3)));  // the largest weight of item 1
+  BOOST_TEST((m.query_labels == std::vector<std::string>{"a", "b", "c"}));
+  BOOST_TEST((m.key_labels == std::vector<std::string>{"0", "1", "2", "3"}));  // seq_kv != seq_q
+  BOOST_TEST(argus::make_attention_map(w, {.scale_max = 2}).fraction(1.0) == 0.5);
+  weights_t copy = w;
+  BOOST_TEST((argus::make_attention_map(copy.view(), {.batch_item = 1}).weights == m.weights));
+
+  BOOST_CHECK_EXCEPTION((void)argus::make_attention_map(w, {.batch_item = 2}), argus::shape_error,
+                        [](const argus::shape_error& e) {
+                          return std::string(e.what()).find("batch_item 2 is out of range") !=
+                                 std::string::npos;
+                        });
+  BOOST_CHECK_EXCEPTION(
+      (void)argus::make_attention_map(w, {.query_tokens = {"a", "b"}}), argus::shape_error,
+      [](const argus::shape_error& e) {
+        return std::string(e.what()).find(
+                   "the number of query_tokens is 2 but seq_q of the weights is 3") !=
+               std::string::npos;
+      });
+  BOOST_CHECK_THROW((void)argus::make_attention_map(w, {.key_tokens = {"a"}}), argus::shape_error);
+}
+
+BOOST_AUTO_TEST_CASE(attention_weights_of_a_module_make_a_map) {
+  argus::multi_head_attention<8, 2> mha;  // zero weights: every query attends every key equally
+  argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<8>>> x(
+      1, 5);  // (B,SEQ,D_MODEL)
+  const auto y = mha.forward(x, argus::causal);
+  const argus::attention_map m =
+      argus::make_attention_map(argus::evaluate(argus::attention_weights(y), argus::unfused),
+                                {.query_tokens = {"w", "x", "y", "z", "!"}});
+  BOOST_TEST((m.key_labels == m.query_labels));  // self-attention: the keys are the queries
+  BOOST_TEST(m.at(1, 3, 2) == 0.25, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(m.at(1, 3, 4) == 0.0);
+  BOOST_TEST(m.scale_max == 1.0, boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(svg_is_well_formed_escapes_labels_and_colours_every_cell) {
+  const weights_t w = sample_weights();
+  const argus::attention_map m =
+      argus::make_attention_map(w, {.title = "a <b> & \"c\"",
+                                    .query_tokens = {"<q>", "it's", "x&y"},
+                                    .key_tokens = {"k0", "k1", "k2", "k3"}});
+  const std::string svg = argus::attention_svg(m);
+  BOOST_TEST(xml_problem(svg) == "");
+  BOOST_TEST(svg.starts_with("<?xml version=\"1.0\""));
+  BOOST_TEST(count(svg, "<title>") == 1 + 2 * 3 * 4);  // the document's, and one per cell
+  BOOST_TEST(count(svg, "a &lt;b&gt; &amp; &quot;c&quot;") == 2);
+  BOOST_TEST(svg.find("&lt;q&gt;") != std::string::npos);
+  BOOST_TEST(svg.find("it&apos;s") != std::string::npos);
+  BOOST_TEST(svg.find("x&amp;y") != std::string::npos);
+  BOOST_TEST(svg.find("<q>") == std::string::npos);
+  BOOST_TEST(count(svg, ">head ") == 2);
+  // The largest weight is the top of the scale, the smallest near the bottom.
+  BOOST_TEST(
+      count(svg, "fill=\"" + argus::hex(argus::viridis(1.0)) + "\"><title>x&amp;y -&gt; k3") == 1);
+  BOOST_TEST(count(svg, "fill=\"" + argus::hex(argus::viridis(m.fraction(m.at(0, 0, 0)))) +
+                            "\"><title>&lt;q&gt; -&gt; k0") == 1);
+  BOOST_TEST(svg.find(">" + argus::legend_number(m.scale_max) + "</text>") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(png_raster_has_each_cell_in_its_colour_and_round_trips_through_stb) {
+  const weights_t w = sample_weights();
+  const argus::attention_map m = argus::make_attention_map(w, {.title = "png", .columns = 1});
+  const argus::rgb_image img = argus::render_attention(m);
+  const argus::detail::picture_layout l(m);
+  BOOST_TEST(img.width == l.width);
+  BOOST_TEST(img.height == l.height);
+  BOOST_TEST(l.panel_y(1) > l.panel_y(0));  // one panel per row
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t q = 0; q < 3; ++q)
+      for (std::size_t k = 0; k < 4; ++k) {
+        const argus::rgb want = argus::viridis(m.fraction(m.at(h, q, k)));
+        const int x = l.panel_x(h) + int(k) * l.cell + l.cell / 2,
+                  y = l.panel_y(h) + int(q) * l.cell + l.cell / 2;
+        BOOST_TEST((img.pixel(x, y) == want), "head " << h << " cell " << q << "," << k);
+      }
+  // Text was drawn: the title's area and the legend labels hold black pixels.
+  int black = 0;
+  for (int y = l.margin; y < l.margin + 20; ++y)
+    for (int x = l.margin; x < l.margin + 36; ++x) black += img.pixel(x, y) == argus::rgb{0, 0, 0};
+  BOOST_TEST(black > 20);
+  BOOST_TEST(
+      (img.pixel(l.legend_x + 5, l.legend_y + 1) == argus::viridis(1.0 - 1.0 / (l.legend_h - 1))));
+  BOOST_TEST((img.pixel(l.legend_x + 5, l.legend_y + l.legend_h - 2) ==
+              argus::viridis(1.0 / (l.legend_h - 1))));
+
+  argus::test::scratch_directory dir("viz-png");
+  const auto file = dir.path() / "a.png";
+  argus::write_attention_png(file, m);
+  int wd = 0, ht = 0, channels = 0;
+  std::unique_ptr<unsigned char, void (*)(void*)> decoded(
+      stbi_load(file.string().c_str(), &wd, &ht, &channels, 3), stbi_image_free);
+  BOOST_TEST_REQUIRE(decoded != nullptr);
+  BOOST_TEST(wd == img.width);
+  BOOST_TEST(ht == img.height);
+  BOOST_TEST(std::equal(img.pixels.begin(), img.pixels.end(), decoded.get()));
+  BOOST_CHECK_THROW(argus::write_attention_png(dir.path() / "no" / "such" / "dir.png", m),
+                    std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(text_renders_each_style) {
+  const weights_t w = sample_weights();
+  const argus::attention_map m =
+      argus::make_attention_map(w, {.title = "txt", .query_tokens = {"the", "cat", "sat"}});
+  const std::string ascii = argus::attention_text(m, argus::text_style::ascii);
+  BOOST_TEST(ascii.starts_with("txt\n"));
+  BOOST_TEST(count(ascii, "head ") == 2);
+  // Row "sat": head 0 holds 9..12 / 24 of the scale, head 1 21..24 / 24; " .:-=+*#%@".
+  BOOST_TEST(ascii.find("sat --====++   sat %%@@@@@@\n") != std::string::npos, ascii);
+  BOOST_TEST(ascii.find("keys: 0=0 1=1 2=2 3=3") != std::string::npos);
+  BOOST_TEST(ascii.find("@@ " + argus::legend_number(m.scale_max)) != std::string::npos);
+  for (unsigned char c : ascii) BOOST_TEST(c < 0x80);
+  const std::string unicode = argus::attention_text(m, argus::text_style::unicode);
+  BOOST_TEST(
+      unicode.find("sat \u2591\u2591\u2592\u2592\u2592\u2592\u2592\u2592   sat "
+                   "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\n") != std::string::npos,
+      unicode);
+  const std::string colour = argus::attention_text(m, argus::text_style::ansi256);
+  BOOST_TEST(count(colour, "\x1b[48;5;") == 2 * 3 * 4 + 5);
+  BOOST_TEST(argus::detail::xterm_cube_index(argus::viridis(1.0)) ==
+             220);  // (253,231,37) -> (255,215,0)
+  // Narrow: one head per block of lines.
+  const std::string narrow = argus::attention_text(m, argus::text_style::ascii, 20);
+  BOOST_TEST(count(narrow, "head 0") == 1);
+  BOOST_TEST(narrow.find("head 0   ") == std::string::npos);
+}
