@@ -211,48 +211,48 @@ class multi_head_attention {
     } else if constexpr (!w_q_rows_equal_d_model<axis_of<WQ, 0>::static_extent, d_model>) {
       if constexpr (Report)
         static_assert(w_q_rows_equal_d_model<axis_of<WQ, 0>::static_extent, d_model>,
-                      "w_q_rows_equal_d_model: W_q is (d_model, heads·d_k)");
+                      "w_q_rows_equal_d_model: W_q is (d_model, heads*d_k)");
       return false;
     } else if constexpr (!w_q_cols_equal_heads_times_d_k<axis_of<WQ, 1>::static_extent, heads,
                                                          d_k>) {
       if constexpr (Report)
         static_assert(w_q_cols_equal_heads_times_d_k<axis_of<WQ, 1>::static_extent, heads, d_k>,
-                      "w_q_cols_equal_heads_times_d_k: W_q is (d_model, heads·d_k)");
+                      "w_q_cols_equal_heads_times_d_k: W_q is (d_model, heads*d_k)");
       return false;
     } else if constexpr (!w_k_rows_equal_kdim<axis_of<WK, 0>::static_extent, kdim>) {
       if constexpr (Report)
         static_assert(w_k_rows_equal_kdim<axis_of<WK, 0>::static_extent, kdim>,
-                      "w_k_rows_equal_kdim: W_k is (kdim, kv_heads·d_k)");
+                      "w_k_rows_equal_kdim: W_k is (kdim, kv_heads*d_k)");
       return false;
     } else if constexpr (!w_k_cols_equal_kv_heads_times_d_k<axis_of<WK, 1>::static_extent, kv_heads,
                                                             d_k>) {
       if constexpr (Report)
         static_assert(
             w_k_cols_equal_kv_heads_times_d_k<axis_of<WK, 1>::static_extent, kv_heads, d_k>,
-            "w_k_cols_equal_kv_heads_times_d_k: W_k is (kdim, kv_heads·d_k)");
+            "w_k_cols_equal_kv_heads_times_d_k: W_k is (kdim, kv_heads*d_k)");
       return false;
     } else if constexpr (!w_v_rows_equal_vdim<axis_of<WV, 0>::static_extent, vdim>) {
       if constexpr (Report)
         static_assert(w_v_rows_equal_vdim<axis_of<WV, 0>::static_extent, vdim>,
-                      "w_v_rows_equal_vdim: W_v is (vdim, kv_heads·d_v)");
+                      "w_v_rows_equal_vdim: W_v is (vdim, kv_heads*d_v)");
       return false;
     } else if constexpr (!w_v_cols_equal_kv_heads_times_d_v<axis_of<WV, 1>::static_extent, kv_heads,
                                                             d_v>) {
       if constexpr (Report)
         static_assert(
             w_v_cols_equal_kv_heads_times_d_v<axis_of<WV, 1>::static_extent, kv_heads, d_v>,
-            "w_v_cols_equal_kv_heads_times_d_v: W_v is (vdim, kv_heads·d_v)");
+            "w_v_cols_equal_kv_heads_times_d_v: W_v is (vdim, kv_heads*d_v)");
       return false;
     } else if constexpr (!w_o_rows_equal_heads_times_d_v<axis_of<WO, 0>::static_extent, heads,
                                                          d_v>) {
       if constexpr (Report)
         static_assert(w_o_rows_equal_heads_times_d_v<axis_of<WO, 0>::static_extent, heads, d_v>,
-                      "w_o_rows_equal_heads_times_d_v: W_o is (heads·d_v, d_model)");
+                      "w_o_rows_equal_heads_times_d_v: W_o is (heads*d_v, d_model)");
       return false;
     } else if constexpr (!w_o_cols_equal_d_model<axis_of<WO, 1>::static_extent, d_model>) {
       if constexpr (Report)
         static_assert(w_o_cols_equal_d_model<axis_of<WO, 1>::static_extent, d_model>,
-                      "w_o_cols_equal_d_model: W_o is (heads·d_v, d_model)");
+                      "w_o_cols_equal_d_model: W_o is (heads*d_v, d_model)");
       return false;
     } else {
       return true;
@@ -284,21 +284,21 @@ class multi_head_attention {
                                                             d_k>) {
       if constexpr (Report)
         static_assert(b_q_length_equals_heads_times_d_k<shape_of<BQ>::static_size(), heads, d_k>,
-                      "b_q_length_equals_heads_times_d_k: b_q has heads·d_k entries");
+                      "b_q_length_equals_heads_times_d_k: b_q has heads*d_k entries");
       return false;
     } else if constexpr (!b_k_length_equals_kv_heads_times_d_k<shape_of<BK>::static_size(),
                                                                kv_heads, d_k>) {
       if constexpr (Report)
         static_assert(
             b_k_length_equals_kv_heads_times_d_k<shape_of<BK>::static_size(), kv_heads, d_k>,
-            "b_k_length_equals_kv_heads_times_d_k: b_k has kv_heads·d_k entries");
+            "b_k_length_equals_kv_heads_times_d_k: b_k has kv_heads*d_k entries");
       return false;
     } else if constexpr (!b_v_length_equals_kv_heads_times_d_v<shape_of<BV>::static_size(),
                                                                kv_heads, d_v>) {
       if constexpr (Report)
         static_assert(
             b_v_length_equals_kv_heads_times_d_v<shape_of<BV>::static_size(), kv_heads, d_v>,
-            "b_v_length_equals_kv_heads_times_d_v: b_v has kv_heads·d_v entries");
+            "b_v_length_equals_kv_heads_times_d_v: b_v has kv_heads*d_v entries");
       return false;
     } else if constexpr (!b_o_length_equals_d_model<shape_of<BO>::static_size(), d_model>) {
       if constexpr (Report)
