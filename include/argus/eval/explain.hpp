@@ -153,5 +153,10 @@ plan explain(const E& e, P) {
   detail::planner<P>{out}(e, 0);
   return out;
 }
+/// A rejected expression (its error is already reported): an empty plan, silently.
+template <EvaluationPolicy P>
+plan explain(detail::rejected, P) {
+  return {};
+}
 
 }  // namespace argus

@@ -504,5 +504,7 @@ concept expression_has_attention_weights = detail::find_softmax<E>::found;
 template <Expression E>
 requires expression_has_attention_weights<E>
 constexpr auto attention_weights(const E& e) { return detail::find_softmax<E>::get(e); }
+/// A rejected expression (its error is already reported) has no weights to give, silently.
+constexpr detail::rejected attention_weights(detail::rejected) { return {}; }
 
 }  // namespace argus
