@@ -2,6 +2,7 @@
 // evaluation within tolerance, for every configuration -- randomised shapes, masks,
 // run-time lengths, decode shapes and thread counts. Also: patterns that do not match
 // fall back to unfused steps, never to a wrong answer.
+// labels: threads
 #define BOOST_TEST_MODULE eval_fused_vs_unfused
 #include <argus/argus.hpp>
 

@@ -1,3 +1,4 @@
+// labels: threads
 #define BOOST_TEST_MODULE kernel_flash_attention
 #include <boost/test/unit_test.hpp>
 
