@@ -13,9 +13,11 @@
 
 SHELL := /bin/bash
 JOBS ?= 2
-# Debian 12 packages the build, the tests and bench/ (compare.py needs numpy and scipy) use.
-DEPS := g++-12 clang-14 cmake ninja-build libboost-dev libboost-test-dev libbenchmark-dev \
-        libbenchmark-tools libeigen3-dev python3-matplotlib python3-numpy python3-scipy
+# Debian 12 packages the build, the tests (clang-format, clang-tidy: labels format, tidy) and
+# bench/ (compare.py needs numpy and scipy) use.
+DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 cmake ninja-build libboost-dev \
+        libboost-test-dev libbenchmark-dev libbenchmark-tools libeigen3-dev python3-matplotlib \
+        python3-numpy python3-scipy
 
 # One configuration at a time: never let `make -j` run two presets at once.
 .NOTPARALLEL:
