@@ -27,6 +27,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -147,10 +148,13 @@ class thread_pool {
     const std::size_t helpers = std::min(threads, job.tasks) - 1;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      // Grow the pool to `helpers` idle-or-busy workers (a thread that cannot be started
-      // throws std::system_error here, before the job is published).
-      while (workers_.size() < helpers) workers_.emplace_back([this] { worker(); });
-      job.helpers_wanted = helpers;
+      // Grow the pool to `helpers` workers, busy or idle. When the system refuses a thread,
+      // the job runs with the workers there are (with none, on the caller alone).
+      try {
+        while (workers_.size() < helpers) workers_.emplace_back([this] { worker(); });
+      } catch (const std::system_error&) {
+      }
+      job.helpers_wanted = std::min(helpers, workers_.size());
       job.next_open = open_;
       open_ = &job;
     }
