@@ -1,8 +1,9 @@
 # argus developer entry points: a thin layer over CMakePresets.json (see `make help`).
 #
 #   make demo        install missing Debian packages, build and run examples/00_demo.cpp
-#   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan: unit and golden
-#   make test-gcc | test-clang | test-asan    one configuration in full (configure, build -j2, ctest)
+#   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan: unit and golden;
+#                    TSan: the threaded tests (label threads)
+#   make test-gcc | test-clang | test-asan | test-tsan    one configuration (configure, build, ctest)
 #   make bench       Release build of bench/, then bench/run.py (make bench-quick: under 5 minutes)
 #   make deps        install the missing Debian packages (apt-get; sudo when not root)
 #   make clean       remove build/
@@ -12,19 +13,20 @@
 
 SHELL := /bin/bash
 JOBS ?= 2
-# Debian 12 packages the build, the tests and bench/ (compare.py needs numpy and scipy) use;
-# nlohmann-json3-dev (safetensors headers) and libstb-dev (PNG) serve argus/io and argus/viz.
-DEPS := g++-12 clang-14 cmake ninja-build libboost-dev libboost-test-dev libbenchmark-dev \
-        libbenchmark-tools libeigen3-dev python3-matplotlib python3-numpy python3-scipy \
-        nlohmann-json3-dev libstb-dev
+# Debian 12 packages the build, the tests (clang-format, clang-tidy: labels format, tidy) and
+# bench/ (compare.py needs numpy and scipy) use; nlohmann-json3-dev (safetensors headers) and
+# libstb-dev (PNG) serve argus/io and argus/viz.
+DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 cmake ninja-build libboost-dev \
+        libboost-test-dev libbenchmark-dev libbenchmark-tools libeigen3-dev python3-matplotlib \
+        python3-numpy python3-scipy nlohmann-json3-dev libstb-dev
 
 # One configuration at a time: never let `make -j` run two presets at once.
 .NOTPARALLEL:
-.PHONY: help deps demo test test-gcc test-clang test-asan bench bench-quick clean
+.PHONY: help deps demo test test-gcc test-clang test-asan test-tsan bench bench-quick clean
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '1,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@if ! command -v dpkg-query >/dev/null; then \
@@ -54,7 +56,8 @@ endef
 
 # The CI suite, kept well under 20 minutes from cold on 2 cores: everything with GCC; with
 # Clang the compile-time checks (compile-fail tests, static tests, every header alone), which
-# are what differs between compilers; unit and golden tests under ASan+UBSan.
+# are what differs between compilers; unit and golden tests under ASan+UBSan; the tests that
+# use the thread pool (label threads) under TSan, whose preset builds only those.
 # `make test-clang` runs the whole suite with Clang as well.
 test: deps
 	$(call run_preset,gcc)
@@ -63,6 +66,7 @@ test: deps
 	ctest --preset clang -j $(JOBS) -L compile_fail
 	ctest --preset clang -j $(JOBS) -R '^(static|headers)$$'
 	$(call run_preset,asan)
+	$(call run_preset,tsan)
 
 test-gcc: deps
 	$(call run_preset,gcc)
@@ -72,6 +76,9 @@ test-clang: deps
 
 test-asan: deps
 	$(call run_preset,asan)
+
+test-tsan: deps
+	$(call run_preset,tsan)
 
 # BENCH_ARGS goes to bench/run.py (e.g. BENCH_ARGS=--no-compile); bench-quick is the short run.
 bench: deps

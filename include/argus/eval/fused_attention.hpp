@@ -124,7 +124,7 @@ template <class S, class V, class Ev, class T>
 void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, T* out,
                         std::size_t o_batch, std::size_t o_head, std::size_t o_row) {
   const auto& sc = mask_chain<S>::scores(e.weights.scores);
-  auto unit_inner = [](auto&& m) {
+  auto unit_inner = [](auto m) {  // by value: ev(...) returns a temporary
     return m.view.stride(3) == 1 ? std::move(m) : contiguous(std::move(m));
   };
   auto q = unit_inner(ev(sc.q));

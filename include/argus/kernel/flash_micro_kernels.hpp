@@ -46,7 +46,7 @@ struct flash_blocking {
   /// The K tile and the V tile together stay within this many bytes, so that both sit in
   /// L1 (48 KiB here) beside the score tile while every head of a K/V group and every
   /// register block of the query tile reuses them.
-  static constexpr std::size_t kv_tile_bytes = 32 * 1024;
+  static constexpr std::size_t kv_tile_bytes = std::size_t{32} * 1024;
   /// Tiles of at most dot_rows rows take score_dots: their registers of queries would be
   /// mostly empty lanes.
   static constexpr std::size_t dot_rows = q_tile / 4;

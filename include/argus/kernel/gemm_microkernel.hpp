@@ -42,7 +42,7 @@ struct gemm_tile {
   /// Depth of one k block, and the row stride of a packed A sliver.
   static constexpr std::size_t kc = 256;
   /// Columns of one packed B block, a multiple of nr: kc * nc * sizeof(T) = 512 KiB.
-  static constexpr std::size_t nc = ((512 * 1024 / sizeof(T) / kc) / nr) * nr;
+  static constexpr std::size_t nc = ((std::size_t{512} * 1024 / sizeof(T) / kc) / nr) * nr;
   static_assert(mr * nv + nv + 1 <= registers, "the micro-tile must fit the register file");
 };
 

@@ -9,16 +9,25 @@
 // task runs its tasks serially on the calling thread, which keeps the thread count bounded
 // and cannot deadlock. The first exception thrown by f cancels the tasks not yet started and
 // is rethrown to the caller once every running task has returned.
+//
+// Several user threads may call parallel_for (and so evaluate) at once. Each call is a job
+// of its own: its caller works on it from start to end, and idle workers join whichever
+// open job still has tasks, so no caller waits for another's job and the pool never holds
+// more than max(num_threads()) - 1 workers. Which thread runs a task never changes what the
+// task computes: kernels split work by num_threads() (read when the call starts), never by
+// the threads that happen to join, so results are bitwise the same for a given thread count
+// however many callers run at once. The steady state allocates nothing: a job lives on its
+// caller's stack and is linked into the pool's list of open jobs.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
-#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -77,7 +86,8 @@ class parallel_region {
   bool saved_inside_;
 };
 
-/// One parallel_for call: the type-erased body and the shared task counter.
+/// One parallel_for call: the type-erased body, the shared task counter and, guarded by the
+/// pool's mutex, its place in the pool's list of open jobs.
 struct parallel_job {
   void (*body)(void* context, std::size_t task, std::size_t thread);
   void* context;
@@ -85,6 +95,15 @@ struct parallel_job {
   std::atomic<std::size_t> next{0};
   std::mutex error_mutex;
   std::exception_ptr error;
+
+  // Guarded by thread_pool::mutex_.
+  std::size_t helpers_wanted = 0;  // workers that may join: min(threads, tasks) - 1
+  std::size_t helpers_joined = 0;  // workers that joined so far; the k-th is thread k
+  std::size_t helpers_busy = 0;    // of those, the ones still running tasks
+  parallel_job* next_open = nullptr;
+
+  /// True while tasks are left to take.
+  bool has_tasks() const noexcept { return next.load(std::memory_order_relaxed) < tasks; }
 
   /// Takes tasks until none is left; never throws.
   void work(std::size_t thread) noexcept {
@@ -102,7 +121,7 @@ struct parallel_job {
   }
 };
 
-/// The process-wide pool: workers 1, 2, ... created on demand, each waiting for the next job.
+/// The process-wide pool: workers created on demand, each waiting for an open job to join.
 class thread_pool {
  public:
   static thread_pool& instance() {
@@ -122,60 +141,72 @@ class thread_pool {
     for (std::thread& t : workers_) t.join();
   }
 
-  /// Runs `job` on the calling thread (as thread 0) and on threads - 1 workers. Calls from
-  /// different user threads take turns.
+  /// Runs `job` on the calling thread (as thread 0) and on up to threads - 1 workers, which
+  /// get thread indices 1, 2, ... in the order they join. Jobs of different callers run
+  /// side by side. pre: job.tasks >= 2, threads >= 2.
   void run(parallel_job& job, std::size_t threads) {
-    std::lock_guard<std::mutex> turn(submit_mutex_);
-    const std::size_t helpers = std::min(threads - 1, job.tasks - 1);
+    const std::size_t helpers = std::min(threads, job.tasks) - 1;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      while (workers_.size() < helpers) {
-        const std::size_t index = workers_.size() + 1;
-        workers_.emplace_back([this, index, seen = generation_] { worker(index, seen); });
+      // Grow the pool to `helpers` workers, busy or idle. When the system refuses a thread,
+      // the job runs with the workers there are (with none, on the caller alone).
+      try {
+        while (workers_.size() < helpers) workers_.emplace_back([this] { worker(); });
+      } catch (const std::system_error&) {
       }
-      job_ = &job;
-      helpers_ = helpers;
-      busy_ = helpers;
-      ++generation_;
+      job.helpers_wanted = std::min(helpers, workers_.size());
+      job.next_open = open_;
+      open_ = &job;
     }
     wake_.notify_all();
     {
       parallel_region region(0);
       job.work(0);
     }
+    // Every task is taken: close the job to newcomers, then wait for the helpers in it.
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return busy_ == 0; });
-    job_ = nullptr;
+    for (parallel_job** p = &open_; *p != nullptr; p = &(*p)->next_open)
+      if (*p == &job) {
+        *p = job.next_open;
+        break;
+      }
+    done_.wait(lock, [&] { return job.helpers_busy == 0; });
   }
 
  private:
   thread_pool() = default;
 
-  void worker(std::size_t index, std::uint64_t seen) {
-    parallel_region region(index);
+  /// An open job that still wants helpers and has tasks left, or nullptr. pre: mutex_ held.
+  parallel_job* job_to_join() const noexcept {
+    for (parallel_job* j = open_; j != nullptr; j = j->next_open)
+      if (j->helpers_joined < j->helpers_wanted && j->has_tasks()) return j;
+    return nullptr;
+  }
+
+  void worker() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      parallel_job* job = nullptr;
+      wake_.wait(lock, [&] { return stop_ || (job = job_to_join()) != nullptr; });
       if (stop_) return;
-      seen = generation_;
-      if (index > helpers_) continue;  // this job asked for fewer threads
-      parallel_job* job = job_;
+      const std::size_t index = ++job->helpers_joined;
+      ++job->helpers_busy;
       lock.unlock();
-      job->work(index);
+      {
+        parallel_region region(index);
+        job->work(index);
+      }
       lock.lock();
-      if (--busy_ == 0) done_.notify_one();
+      // The job's caller may return as soon as this reaches 0: touch `job` no more after.
+      if (--job->helpers_busy == 0) done_.notify_all();
     }
   }
 
-  std::mutex submit_mutex_;  // one job at a time
-  std::mutex mutex_;         // guards everything below
+  std::mutex mutex_;  // guards everything below and the pool fields of every open job
   std::condition_variable wake_;
   std::condition_variable done_;
-  std::vector<std::thread> workers_;  // workers_[k] is thread k + 1
-  parallel_job* job_ = nullptr;
-  std::size_t helpers_ = 0;  // workers taking part in the current job
-  std::size_t busy_ = 0;     // of those, the ones not yet finished
-  std::uint64_t generation_ = 0;
+  std::vector<std::thread> workers_;
+  parallel_job* open_ = nullptr;  // jobs whose callers are still taking tasks, newest first
   bool stop_ = false;
 };
 

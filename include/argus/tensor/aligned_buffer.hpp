@@ -42,6 +42,7 @@ class aligned_buffer {
     return *this;
   }
   aligned_buffer& operator=(aligned_buffer&& o) noexcept = default;
+  ~aligned_buffer() = default;
 
   T* data() noexcept { return data_.get(); }
   const T* data() const noexcept { return data_.get(); }

@@ -2,6 +2,12 @@
 // evaluation within tolerance, for every configuration -- randomised shapes, masks,
 // run-time lengths, decode shapes and thread counts. Also: patterns that do not match
 // fall back to unfused steps, never to a wrong answer.
+// labels: threads
+// Under TSan, the grouped-query configurations and the fully masked rows, on 1-3 threads
+// (tests/runtime/eval/concurrent_callers.cpp covers decode under TSan):
+// tsan-run: module_forward_fused_equals_unfused<cfg<float_ 48ul*
+// tsan-run: module_forward_fused_equals_unfused<cfg<float_ 32ul*
+// tsan-run: fully_masked_rows_give_zeros_fused
 #define BOOST_TEST_MODULE eval_fused_vs_unfused
 #include <argus/argus.hpp>
 

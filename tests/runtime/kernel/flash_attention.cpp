@@ -1,3 +1,10 @@
+// labels: threads
+// Under TSan, the float cases that run on 1-3 threads without the long double-precision
+// references (the random problems and the 5000-key decode shapes take minutes there):
+// tsan-run: fully_masked_rows_give_zeros<float>
+// tsan-run: causal_cross_attention<float>
+// tsan-run: strided_views<float>
+// tsan-run: grouped_query_attention_split_over_items<float>
 #define BOOST_TEST_MODULE kernel_flash_attention
 #include <boost/test/unit_test.hpp>
 

@@ -1,3 +1,4 @@
+// labels: threads
 #define BOOST_TEST_MODULE kernel_parallel
 #include <boost/test/unit_test.hpp>
 
@@ -148,7 +149,7 @@ BOOST_AUTO_TEST_CASE(exception_from_a_nested_call_propagates) {
                     std::logic_error);
 }
 
-BOOST_AUTO_TEST_CASE(concurrent_callers_take_turns) {
+BOOST_AUTO_TEST_CASE(concurrent_callers_all_complete) {
   thread_count_guard guard;
   argus::set_num_threads(2);
   std::atomic<int> total{0};
@@ -160,4 +161,62 @@ BOOST_AUTO_TEST_CASE(concurrent_callers_take_turns) {
     });
   for (auto& t : callers) t.join();
   BOOST_TEST(total.load() == 3 * 20 * 10);
+}
+
+BOOST_AUTO_TEST_CASE(a_caller_never_waits_for_another_callers_job) {
+  // Caller A's tasks block until caller B's parallel_for has returned. If calls took turns
+  // (one job in the pool at a time), B would wait for A and A for B: the tasks give up
+  // after 20 s so that the failure is a test failure, not a hang.
+  thread_count_guard guard;
+  argus::set_num_threads(2);
+  std::atomic<bool> b_done{false}, a_started{false};
+  std::atomic<int> a_timed_out{0}, b_runs{0};
+  std::thread a([&] {
+    argus::kernel::parallel_for(2, [&](std::size_t, std::size_t) {
+      a_started.store(true);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!b_done.load()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          a_timed_out.fetch_add(1);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  });
+  while (!a_started.load()) std::this_thread::yield();
+  argus::kernel::parallel_for(50, [&](std::size_t, std::size_t) { b_runs.fetch_add(1); });
+  b_done.store(true);
+  a.join();
+  BOOST_TEST(b_runs.load() == 50);
+  BOOST_TEST(a_timed_out.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_callers_get_exclusive_thread_indices_within_their_job) {
+  // Four callers, three threads each: within one job no two tasks share a thread index at
+  // once, and every index is below parallel_slot_count().
+  thread_count_guard guard;
+  argus::set_num_threads(3);
+  std::atomic<int> clashes{0}, bad_index{0}, total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 50; ++rep) {
+        std::vector<std::atomic<int>> in_use(argus::kernel::parallel_slot_count());
+        argus::kernel::parallel_for(40, [&](std::size_t, std::size_t thread) {
+          if (thread >= in_use.size()) {
+            bad_index.fetch_add(1);
+            return;
+          }
+          if (in_use[thread].fetch_add(1) != 0) clashes.fetch_add(1);
+          std::this_thread::yield();
+          in_use[thread].fetch_sub(1);
+          total.fetch_add(1);
+        });
+      }
+    });
+  for (auto& t : callers) t.join();
+  BOOST_TEST(clashes.load() == 0);
+  BOOST_TEST(bad_index.load() == 0);
+  BOOST_TEST(total.load() == 4 * 50 * 40);
 }

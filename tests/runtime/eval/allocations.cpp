@@ -1,0 +1,215 @@
+// What fused evaluation of a full multi-head attention into the caller's tensor allocates
+// once warm: global operator new and delete are replaced here to count. The count is
+// pinned, so that a new allocation fails this test; docs/reliability.md ("Threads and
+// memory") says what each allocation is and why it is there.
+//
+// The calling thread makes every per-call allocation (the evaluator allocates results
+// before its kernels start), so its count is exact and pinned. Pool workers only create
+// their own scratch (gemm packing buffers, the loop nest's tiles) on first use and keep it:
+// their count is bounded over many calls instead, since which worker first takes a task
+// is up to the scheduler.
+#define BOOST_TEST_MODULE eval_allocations
+#include "../../support/random_tensors.hpp"
+#include <argus/argus.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <random>
+
+// ---- counting operator new / delete -------------------------------------------------------
+
+namespace {
+
+thread_local bool test_thread = false;        // the thread that runs the test
+thread_local bool counting_here = false;      // the test thread, while it evaluates
+thread_local std::size_t here_count = 0;      // allocations it made
+thread_local std::size_t here_bytes = 0;      // and their sizes
+std::atomic<bool> counting_elsewhere{false};  // other threads, while the test measures
+std::atomic<std::size_t> elsewhere_count{0};
+
+void* counted_alloc(std::size_t size, std::size_t alignment) {
+  if (counting_here) {
+    ++here_count;
+    here_bytes += size;
+  } else if (!test_thread && counting_elsewhere.load(std::memory_order_relaxed)) {
+    elsewhere_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (size == 0) size = 1;
+  if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
+  void* p = nullptr;
+  return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
+}
+
+void* counted_alloc_or_throw(std::size_t size, std::size_t alignment) {
+  void* p = counted_alloc(size, alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) { return counted_alloc_or_throw(n, 0); }
+void* operator new[](std::size_t n) { return counted_alloc_or_throw(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+// GCC (-Wmismatched-new-delete) sees free() meet a pointer from operator new once both
+// are inlined; here they are a matched pair: posix_memalign and free.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+// ---- the module and its inputs ------------------------------------------------------------
+
+using namespace argus;
+
+namespace {
+
+using test::randomize;
+using test::rng;
+
+struct thread_count_guard {
+  ~thread_count_guard() { set_num_threads(0); }
+};
+
+struct counted {
+  std::size_t count, bytes;
+};
+
+/// Allocations made by this thread during evaluate(e, fused, out).
+template <class E, class O>
+counted count_one_call(const E& e, O& out) {
+  here_count = here_bytes = 0;
+  counting_here = true;
+  evaluate(e, fused, out);
+  counting_here = false;
+  return {here_count, here_bytes};
+}
+
+constexpr std::size_t d_model = 64, heads = 4, kv_heads = 2, d_k = 16, d_v = 16;
+constexpr std::size_t batch_size = 2, seq_q = 37, seq_kv = 53, decode_kv = 700;
+using mha_t = multi_head_attention<d_model, heads, mha_options{.kv_heads = kv_heads}>;
+using activations = tensor<float, shape<batch<>, seq<>, model<d_model>>>;  // (B,SEQ,D_MODEL)
+
+/// Bytes of the five buffers a fused forward allocates: Q (B,H,SEQ_Q,D_K), K (B,G,SEQ_KV,D_K),
+/// V (B,G,SEQ_KV,D_V), the merged attention output (B,SEQ_Q,H·D_V) and the output
+/// projection (B,SEQ_Q,D_MODEL).
+constexpr std::size_t forward_bytes(std::size_t b, std::size_t sq, std::size_t skv) {
+  return sizeof(float) * b *
+         (sq * heads * d_k + skv * kv_heads * (d_k + d_v) + sq * heads * d_v + sq * d_model);
+}
+
+struct fixture {
+  mha_t mha;
+  activations xq{batch_size, seq_q}, xkv{batch_size, seq_kv};
+  activations step{1, 1}, cache{1, decode_kv};  // one item: its keys split over 2 and 3 threads
+  tensor<std::uint8_t, shape<batch<>, seq<>>> pad{batch_size, seq_kv};  // (B,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> pairs{seq_q, seq_kv};               // (SEQ_Q,SEQ_KV)
+  tensor<float, shape<seq<>, seq<>>> add{seq_q, seq_kv};                // (SEQ_Q,SEQ_KV)
+
+  fixture() {
+    randomize(mha.w_q, 0.1), randomize(mha.w_k, 0.1), randomize(mha.w_v, 0.1);
+    randomize(mha.w_o, 0.1), randomize(mha.b_q, 0.1), randomize(mha.b_o, 0.1);
+    randomize(xq), randomize(xkv), randomize(step), randomize(cache), randomize(add);
+    for (auto& p : pad) p = std::bernoulli_distribution(0.3)(rng());
+    for (auto& p : pairs) p = std::bernoulli_distribution(0.25)(rng());
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_forward_into_a_callers_tensor_allocates_its_five_intermediates) {
+  thread_count_guard guard;
+  test_thread = true;
+  const fixture x;
+  const auto self = x.mha.forward(x.xq, causal);
+  const auto cross = x.mha.forward(x.xq, x.xkv, x.xkv, ignore_where(x.pairs), add_to_scores(x.add),
+                                   ignore_keys(x.pad));
+  const auto decode = x.mha.forward(x.step, x.cache, x.cache);
+  activations out_prefill(batch_size, seq_q), out_decode(1, 1);
+
+  // Warm up on one thread first: the calling thread's scratch then has its largest size
+  // (more threads split a K/V head's query heads over more, smaller items).
+  set_num_threads(1);
+  for (int i = 0; i < 2; ++i) {
+    evaluate(self, fused, out_prefill);
+    evaluate(cross, fused, out_prefill);
+    evaluate(decode, fused, out_decode);
+  }
+  for (std::size_t threads : {1u, 2u, 3u}) {
+    set_num_threads(threads);
+    for (int i = 0; i < 3; ++i) {  // starts the pool's workers, which allocate on first use
+      evaluate(self, fused, out_prefill);
+      evaluate(cross, fused, out_prefill);
+      evaluate(decode, fused, out_decode);
+    }
+    elsewhere_count = 0;
+    counting_elsewhere = true;
+    constexpr int calls = 10;
+    for (int i = 0; i < calls; ++i) {
+      BOOST_TEST_CONTEXT(threads << " threads, call " << i) {
+        const counted s = count_one_call(self, out_prefill);
+        BOOST_TEST(s.count == 5u);
+        BOOST_TEST(s.bytes == forward_bytes(batch_size, seq_q, seq_q));
+        const counted c = count_one_call(cross, out_prefill);
+        BOOST_TEST(c.count == 5u);
+        BOOST_TEST(c.bytes == forward_bytes(batch_size, seq_q, seq_kv));
+        // Decode on several threads splits the keys into chunks and adds one buffer for
+        // the chunks' partial results: (m, l, d_v sums) per row and chunk.
+        const counted d = count_one_call(decode, out_decode);
+        const bool split = threads > 1;
+        BOOST_TEST(d.count == (split ? 6u : 5u));
+        if (split) {
+          const std::size_t partial = d.bytes - forward_bytes(1, 1, decode_kv);
+          const std::size_t per_chunk = sizeof(float) * heads * (d_v + 2);
+          BOOST_TEST(d.bytes > forward_bytes(1, 1, decode_kv));
+          BOOST_TEST(partial % per_chunk == 0u);
+          BOOST_TEST(partial / per_chunk <= 2 * threads);  // chunks <= 2 · num_threads()
+        } else {
+          BOOST_TEST(d.bytes == forward_bytes(1, 1, decode_kv));
+        }
+      }
+    }
+    counting_elsewhere = false;
+    // A worker that first takes a task now creates its scratch: gemm's two packing
+    // buffers, the loop nest's tiles and row-set table, the last two grown at most once
+    // from a prefill to a decode layout, so at most 6 buffers. Anything per call would show
+    // up 30 times.
+    BOOST_TEST(elsewhere_count.load() <= 6 * (threads - 1),
+               threads << " threads: the workers allocated " << elsewhere_count.load()
+                       << " times over " << 3 * calls << " calls");
+  }
+}
