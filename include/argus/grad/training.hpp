@@ -297,15 +297,18 @@ struct is_training_tape<training_tape<M, P, E, SQ, SK, SV>> : std::true_type {};
 /// the module's value type.
 template <class DOut, class Out>
 concept backward_accepts_dout = Operand<DOut> && axes_are_batch_seq_model<shape_of<DOut>> &&
-                                value_types_agree<value_type_of<DOut>, typename Out::value_type>;
+                                value_types_agree < value_type_of<DOut>,
+typename Out::value_type > ;
 
 namespace detail {
 /// The shape rule of backward(), on numbers, so that the diagnostic names them.
 template <std::size_t DOutBatch, std::size_t DOutSeq, std::size_t DOutWidth, std::size_t OutBatch,
           std::size_t OutSeq, std::size_t OutWidth>
 constexpr bool dout_fits_output() {
-  static_assert(dout_shape_equals_output_shape<DOutBatch, DOutSeq, DOutWidth, OutBatch, OutSeq, OutWidth>,
-                "argus::backward(tape, dout): dout = dL/d(out) has the output's shape (batch, seq_q, d_model)");
+  static_assert(
+      dout_shape_equals_output_shape<DOutBatch, DOutSeq, DOutWidth, OutBatch, OutSeq, OutWidth>,
+      "argus::backward(tape, dout) requires dout_shape_equals_output_shape: dout = dL/d(out) has "
+      "the output's shape (batch, seq_q, d_model)");
   return dout_shape_equals_output_shape<DOutBatch, DOutSeq, DOutWidth, OutBatch, OutSeq, OutWidth>;
 }
 }  // namespace detail
@@ -346,18 +349,20 @@ template <class Tape, class DOut, EvaluationPolicy P>
 requires detail::is_training_tape<Tape>::value typename Tape::gradients_type backward(
     const Tape& tape, const DOut& dout, P p) {
   using out = typename Tape::output_type;
-  static_assert(backward_accepts_dout<const DOut&, out>,
-                "argus::backward(tape, dout): dout = dL/d(out) is a (batch, seq, model) tensor of the "
-                "module's value type");
+  static_assert(
+      backward_accepts_dout<const DOut&, out>,
+      "argus::backward(tape, dout): dout = dL/d(out) is a (batch, seq, model) tensor of the "
+      "module's value type");
   if constexpr (backward_accepts_dout<const DOut&, out>) {
     using S = shape_of<const DOut&>;
     using O = typename out::shape_type;
-    if constexpr (detail::dout_fits_output<static_extent_v<S, 0>, static_extent_v<S, 1>, static_extent_v<S, 2>,
-                                           static_extent_v<O, 0>, static_extent_v<O, 1>, static_extent_v<O, 2>>()) {
+    if constexpr (detail::dout_fits_output<static_extent_v<S, 0>, static_extent_v<S, 1>,
+                                           static_extent_v<S, 2>, static_extent_v<O, 0>,
+                                           static_extent_v<O, 1>, static_extent_v<O, 2>>()) {
       const auto s = as_expression(dout).shape();
       const auto& o = tape.output().shape();
-      detail::check_extents_agree("argus::backward", "the batch of dout", s.extent(0), "the batch of the output",
-                                  o.extent(0));
+      detail::check_extents_agree("argus::backward", "the batch of dout", s.extent(0),
+                                  "the batch of the output", o.extent(0));
       detail::check_extents_agree("argus::backward", "the length of dout", s.extent(1),
                                   "the length of the output (seq_q)", o.extent(1));
       auto d = detail::contiguous_input(dout);
