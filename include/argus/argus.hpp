@@ -9,6 +9,7 @@
 #include <argus/eval/explain.hpp>
 #include <argus/eval/reference.hpp>
 #include <argus/expr/attention.hpp>
+#include <argus/grad/optimizers.hpp>
 #include <argus/grad/training.hpp>
 #include <argus/shape/shape.hpp>
 #include <argus/shape/split.hpp>
