@@ -15,10 +15,12 @@
 // P = 0 and gets no gradient.
 //
 // Threads. dK_j and dV_j belong to one item, so they need no synchronisation; dQ_i receives
-// a term from every key tile. The items are dealt round-robin to T = min(threads, items)
-// fixed tasks; task 0 accumulates into dQ itself and task t > 0 into its own partial dQ,
-// and the partials are added in task order at the end. No atomics; for a fixed thread
-// count the result is the same on every run (the task, not the OS thread, fixes the work).
+// a term from every key tile. The (batch item, key tile) columns, each with all its K/V
+// heads, are dealt round-robin to T = min(threads, batch · key tiles) fixed tasks; task 0
+// accumulates into dQ itself and task t > 0 into its own partial dQ, and the partials are
+// added in task order at the end. No atomics; for a fixed thread count the result is the
+// same on every run (the task, not the OS thread, fixes the work), and since a head's task
+// does not depend on the head, heads with equal weights get bitwise equal gradients.
 // Memory beyond the outputs: D (batch · heads · seq_q), (T − 1) partial dQ, and per thread
 // five small tiles.
 #pragma once
@@ -179,8 +181,8 @@ std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& 
                                            std::size_t threads) noexcept {
   const attention_problem<T>& p = bp.f;
   constexpr std::size_t bk = flash_backward_tiles::k_tile, bq = flash_backward_tiles::q_tile;
-  const std::size_t items = p.batch * p.kv_heads * ((p.seq_kv + bk - 1) / bk);
-  const std::size_t tasks = std::max<std::size_t>(1, std::min(threads, items));
+  const std::size_t columns = p.batch * ((p.seq_kv + bk - 1) / bk);
+  const std::size_t tasks = std::max<std::size_t>(1, std::min(threads, columns));
   const std::size_t rows = p.batch * p.heads * p.seq_q;
   return (rows + (tasks - 1) * rows * p.d_k + threads * 4 * bq * bk) * sizeof(T);
 }
@@ -203,24 +205,27 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
   detail::backward_row_dots(bp, row_dots.data());
 
   const std::size_t k_tiles = (p.seq_kv + bk - 1) / bk;
-  const std::size_t items = p.batch * p.kv_heads * k_tiles;
-  const std::size_t tasks = std::min(num_threads(), items);
+  // A task is a fixed set of (batch item, key tile) columns, each with every K/V head. The
+  // task of an item does not depend on its K/V head, so every head's dQ is summed in the
+  // same order: heads with equal inputs get bitwise equal gradients.
+  const std::size_t columns = p.batch * k_tiles;
+  const std::size_t tasks = std::min(num_threads(), columns);
   // Partial dQ of tasks 1 .. tasks − 1: (B,H,SEQ_Q,D_K) each.
   const std::size_t part = p.batch * p.heads * sq * dkw;
   std::vector<T> partial((tasks - 1) * part, T(0));
   parallel_for(tasks, [&](std::size_t task, std::size_t) {
-    for (std::size_t item = task; item < items; item += tasks) {
-      // Items in (b, g, key tile) order, so one task's items share K/V heads.
-      const std::size_t pair = item / k_tiles, jt = item % k_tiles;
-      const std::size_t b = pair / p.kv_heads, g = pair % p.kv_heads;
+    for (std::size_t column = task; column < columns; column += tasks) {
+      const std::size_t b = column / k_tiles, jt = column % k_tiles;
       const std::size_t j0 = jt * bk, nk = std::min(bk, p.seq_kv - j0);
-      if (task == 0)
-        detail::backward_item(bp, row_dots.data(), b, g, j0, nk, bp.d_q + b * p.q_batch, p.q_head,
-                              p.q_row);
-      else
-        detail::backward_item(bp, row_dots.data(), b, g, j0, nk,
-                              partial.data() + (task - 1) * part + b * p.heads * sq * dkw, sq * dkw,
-                              dkw);
+      for (std::size_t g = 0; g < p.kv_heads; ++g) {
+        if (task == 0)
+          detail::backward_item(bp, row_dots.data(), b, g, j0, nk, bp.d_q + b * p.q_batch, p.q_head,
+                                p.q_row);
+        else
+          detail::backward_item(bp, row_dots.data(), b, g, j0, nk,
+                                partial.data() + (task - 1) * part + b * p.heads * sq * dkw,
+                                sq * dkw, dkw);
+      }
     }
   });
   if (tasks == 1) return;

@@ -256,3 +256,49 @@ BOOST_AUTO_TEST_CASE(dout_of_another_run_time_extent_throws_shape_error) {
                e.what());
   }
 }
+
+// Heads that start equal stay equal: with every head's slice of W_q, W_k, W_v, W_o and the
+// biases equal, every head's slice of every gradient is bitwise equal, under both policies
+// and any thread count (no kernel path rounds one head differently from another).
+BOOST_AUTO_TEST_CASE(heads_with_equal_weights_get_bitwise_equal_gradients) {
+  using M = argus::multi_head_attention<32, 4, argus::mha_options{.kv_heads = 2}, float>;
+  constexpr std::size_t dk = M::d_k, h = M::heads, g = M::kv_heads;
+  M m;
+  randomize_module(m);
+  for (std::size_t r = 0; r < 32; ++r)
+    for (std::size_t c = 0; c < dk; ++c) {
+      for (std::size_t i = 1; i < h; ++i)
+        m.w_q(r, i * dk + c) = m.w_q(r, c), m.w_o(i * dk + c, r) = m.w_o(c, r);
+      for (std::size_t i = 1; i < g; ++i)
+        m.w_k(r, i * dk + c) = m.w_k(r, c), m.w_v(r, i * dk + c) = m.w_v(r, c);
+    }
+  for (std::size_t c = 0; c < dk; ++c) {
+    for (std::size_t i = 1; i < h; ++i) m.b_q(i * dk + c) = m.b_q(c);
+    for (std::size_t i = 1; i < g; ++i) m.b_k(i * dk + c) = m.b_k(c), m.b_v(i * dk + c) = m.b_v(c);
+  }
+  activation<float, 32> x(2, 150), dout(2, 150);
+  randomize(x), randomize(dout);
+  auto check = [&](auto policy, std::size_t threads) {
+    argus::set_num_threads(threads);
+    auto tape = argus::forward_for_training(m, policy, x, argus::causal);
+    const auto d = argus::backward(tape, dout, policy);
+    bool equal = true;
+    for (std::size_t r = 0; r < 32; ++r)
+      for (std::size_t c = 0; c < dk; ++c) {
+        for (std::size_t i = 1; i < h; ++i)
+          equal =
+              equal && d.w_q(r, i * dk + c) == d.w_q(r, c) && d.w_o(i * dk + c, r) == d.w_o(c, r);
+        for (std::size_t i = 1; i < g; ++i)
+          equal =
+              equal && d.w_k(r, i * dk + c) == d.w_k(r, c) && d.w_v(r, i * dk + c) == d.w_v(r, c);
+      }
+    for (std::size_t c = 0; c < dk; ++c)
+      for (std::size_t i = 1; i < h; ++i) equal = equal && d.b_q(i * dk + c) == d.b_q(c);
+    BOOST_TEST(equal, decltype(policy)::name << " on " << threads << " threads");
+    argus::set_num_threads(0);
+  };
+  for (std::size_t threads : {1, 2, 3}) {
+    check(argus::unfused, threads);
+    check(argus::fused, threads);
+  }
+}
