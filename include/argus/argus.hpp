@@ -25,5 +25,7 @@
 #include <argus/diagnostics/check.hpp>
 #include <argus/eval/explain.hpp>
 #include <argus/eval/reference.hpp>
+#include <argus/grad/optimizers.hpp>
+#include <argus/grad/training.hpp>
 #include <argus/shape/shape.hpp>
 #include <argus/shape/split.hpp>

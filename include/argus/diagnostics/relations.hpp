@@ -157,6 +157,15 @@ concept axes_are_seq_seq = shape_has_axes<S, seq, seq>;
 template <class S>
 concept axes_are_batch_seq = shape_has_axes<S, batch, seq>;
 
+// --- Training -------------------------------------------------------------------------
+
+/// backward(tape, dout): dout = dL/d(out) has the output's shape, (batch, seq_q, d_model);
+/// a run-time batch or length on either side is checked at run time.
+template <std::size_t DOutBatch, std::size_t DOutSeq, std::size_t DOutWidth, std::size_t OutBatch,
+          std::size_t OutSeq, std::size_t OutWidth>
+concept dout_shape_equals_output_shape = extents_may_agree<DOutBatch, OutBatch> &&
+                                         extents_may_agree<DOutSeq, OutSeq> && DOutWidth == OutWidth;
+
 // --- Values ---------------------------------------------------------------------------
 
 /// scores(q, k, scale): the scale is a number.

@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -63,6 +64,10 @@ struct attention_problem {
   const std::uint8_t* ignore = nullptr; std::size_t ignore_batch = 0, ignore_head = 0, ignore_row = 0;
   /// [b][h][i][j] added to the scaled logit (-inf allowed, +inf and NaN not); unit stride along j.
   const T* additive = nullptr; std::size_t add_batch = 0, add_head = 0, add_row = 0;
+  /// Optional output, for the backward pass: lse[b][h][i] = log Σ_j e^(logit_ij), the
+  /// per-row log-sum-exp of the masked logits (-inf for a row whose keys are all masked);
+  /// unit stride along i. Null: not written.
+  T* lse = nullptr; std::size_t lse_batch = 0, lse_head = 0;
 };
 
 /// The tiles flash_attention uses for a problem: query rows per tile, keys per tile.
@@ -347,6 +352,9 @@ void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s
     std::size_t c = 0;
     for (; c + w <= p.d_v; c += w) (V::load(a + c) * inv).store(o + c);
     if (c < p.d_v) (V::load(a + c) * inv).store_partial(o + c, p.d_v - c);
+    if (p.lse != nullptr)
+      p.lse[b * p.lse_batch + s.head[r] * p.lse_head + s.query[r]] =
+          s.l[r] > T(0) ? s.m[r] + std::log(s.l[r]) : -std::numeric_limits<T>::infinity();
   }
 }
 
@@ -445,6 +453,8 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
       T top = minus_inf;
       for (std::size_t c = 0; c < chunks; ++c) top = std::max(top, part_of(pair, c, row)[0]);
       std::fill(o, o + p.d_v, T(0));
+      T* lse = p.lse ? p.lse + b * p.lse_batch + (g * group + row / p.seq_q) * p.lse_head + row % p.seq_q : nullptr;
+      if (lse != nullptr) *lse = minus_inf;
       if (top == minus_inf) continue;
       T sum = T(0);
       for (std::size_t c = 0; c < chunks; ++c) {
@@ -456,6 +466,7 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
       }
       const T inv = sum > T(0) ? T(1) / sum : T(0);
       for (std::size_t x = 0; x < p.d_v; ++x) o[x] *= inv;
+      if (lse != nullptr && sum > T(0)) *lse = top + std::log(sum);
     }
   });
 }
@@ -501,6 +512,7 @@ void flash_attention(const attention_problem<T>& p) {
         for (std::size_t i = 0; i < p.seq_q; ++i) {
           T* o = p.o + b * p.o_batch + h * p.o_head + i * p.o_row;
           std::fill(o, o + p.d_v, T(0));
+          if (p.lse != nullptr) p.lse[b * p.lse_batch + h * p.lse_head + i] = -std::numeric_limits<T>::infinity();
         }
     return;
   }

@@ -1,0 +1,100 @@
+// bench/attention_backward.cpp -- the backward pass of the attention core, kernel level.
+//
+// Q, K, V, O, dO of batch 1, h heads of d_k = d_v = 64, in the head-major layout; the
+// forward (kernel::flash_attention, which also writes the per-row log-sum-exp) runs once
+// before timing. Each row times the gradients dQ, dK, dV:
+//   fused     kernel::flash_attention_backward: FlashAttention-2, key tiles own dK/dV, no
+//             (seq_q × seq_kv) buffer
+//   unfused   kernel::attention_backward_unfused: S, P, dP materialised per head, kernel::gemm
+// Rows: BM_backward n 512 ... 4096 (h 8), BM_backward_causal n 1024 and 4096, threads 1 and 2.
+// flops: the five products of the backward (S = QKᵀ, dV = PᵀdO, dP = dOVᵀ, dQ = dS K,
+// dK = dSᵀQ), 2 flops per multiply-add: 2.5 × bench::core_flops (10·B·h·n_q·n_kv·d),
+// halved for causal; the fused kernel's recomputation of S is counted once, as in
+// FlashAttention-2's own reports. bytes_materialised: the fused kernel's scratch, or the
+// unfused kernel's three (n_q × n_kv) buffers per thread.
+// smoke-filter: BM_backward/(fused|unfused)/n:512/h:8/threads:1
+#include "attention_support.hpp"
+#include <argus/kernel/attention_backward.hpp>
+#include <argus/kernel/flash_attention.hpp>
+#include <argus/kernel/flash_attention_backward.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+using argus::bench::evaluator;
+using argus::bench::row_args;
+
+template <bool Causal>
+void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
+  using namespace argus;
+  constexpr std::size_t d = 64;
+  const std::size_t h = std::size_t(state.range(1));
+  const std::size_t n = a.seq_q(state);
+  const int threads = a.thread_count(state);
+  bench::start_row(threads);
+  const std::size_t elems = h * n * d;
+  std::vector<float> q(elems), k(elems), v(elems), o(elems), d_o(elems),
+      lse(h * n);  // (H,N,D) each
+  std::vector<float> dq(elems), dk(elems), dv(elems);
+  bench::fill_random(q.data(), elems, 1, 1.0f);
+  bench::fill_random(k.data(), elems, 2, 1.0f);
+  bench::fill_random(v.data(), elems, 3, 1.0f);
+  bench::fill_random(d_o.data(), elems, 4, 1.0f);
+  kernel::attention_backward_problem<float> bp;
+  kernel::attention_problem<float>& p = bp.f;
+  p.batch = 1, p.heads = h, p.kv_heads = h, p.seq_q = n, p.seq_kv = n, p.d_k = d, p.d_v = d;
+  p.q = q.data(), p.q_batch = elems, p.q_head = n * d, p.q_row = d;
+  p.k = k.data(), p.k_batch = elems, p.k_head = n * d, p.k_row = d;
+  p.v = v.data(), p.v_batch = elems, p.v_head = n * d, p.v_row = d;
+  p.o = o.data(), p.o_batch = elems, p.o_head = n * d, p.o_row = d;
+  p.scale = 1.0f / std::sqrt(float(d));
+  p.causal = Causal;
+  p.lse = lse.data(), p.lse_batch = h * n, p.lse_head = n;
+  kernel::flash_attention(p);
+  bp.lse = lse.data(), bp.d_o = d_o.data(), bp.d_q = dq.data(), bp.d_k = dk.data(),
+  bp.d_v = dv.data();
+  const double flops = 2.5 * bench::core_flops(1, h, n, n, d, d, Causal);
+  if (ev == evaluator::fused)
+    bench::timed_loop(state, threads, flops,
+                      double(kernel::flash_attention_backward_bytes(bp, std::size_t(threads))),
+                      [&] { kernel::flash_attention_backward(bp); });
+  else
+    bench::timed_loop(state, threads, flops,
+                      double(3 * n * n * sizeof(float) * std::size_t(threads)),
+                      [&] { kernel::attention_backward_unfused(bp); });
+  if (bench::checking()) {
+    std::vector<float> got = dq;
+    bp.d_q = dq.data();
+    if (ev == evaluator::fused)
+      kernel::attention_backward_unfused(bp);
+    else
+      kernel::flash_attention_backward(bp);
+    bench::check_close(state, got.data(), dq.data(), elems);
+  }
+}
+
+std::vector<std::vector<std::int64_t>> rows(const std::vector<std::int64_t>& ns) {
+  std::vector<std::vector<std::int64_t>> r;
+  for (std::int64_t threads : {1, 2})
+    for (std::int64_t n : ns) r.push_back({n, 8, threads});
+  return r;
+}
+
+const bool registered = [] {
+  using argus::bench::add_rows;
+  const std::vector<evaluator> evs{evaluator::fused, evaluator::unfused};
+  argus::bench::add_peak_rows();
+  add_rows("BM_backward", backward_row<false>, {"n", "h", "threads"}, rows({512, 1024, 2048, 4096}),
+           evs);
+  add_rows("BM_backward_causal", backward_row<true>, {"n", "h", "threads"}, rows({1024, 4096}),
+           evs);
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();

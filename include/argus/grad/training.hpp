@@ -1,0 +1,378 @@
+// argus/grad/training.hpp -- training layer: a forward pass that keeps what the backward
+// needs, and the backward pass, for multi_head_attention.
+//
+//     auto tape = argus::forward_for_training(mha, argus::fused, x_q, x_k, x_v, argus::causal);
+//     const auto& y = tape.output();                       // (batch, seq_q, d_model)
+//     auto g = argus::backward(tape, dout, argus::fused);  // dout = dL/dy, y's shape
+//     // g.w_q has the type of mha.w_q, g.b_o of mha.b_o, g.x_q of x_q (as a tensor), ...
+//
+// The tape keeps the projected Q, K, V and the merged attention output A (each in the
+// merged (batch, seq, heads · d) layout), the per-row log-sum-exp of the scores, and the
+// output; it reads the module's weights, the inputs and the masks by reference, so they
+// must outlive it. backward(tape, dout, policy) returns a gradients<...> struct: the
+// attention core's gradients come from kernel::attention_backward_unfused (unfused: P and
+// dP materialised per head) or kernel::flash_attention_backward (fused: FlashAttention-2,
+// no (seq_q × seq_kv) buffer), and every parameter gradient from kernel::gemm.
+// docs/explanation/training.md explains the design.
+#pragma once
+
+#include <argus/diagnostics/check.hpp>
+#include <argus/diagnostics/relations.hpp>
+#include <argus/eval/evaluate.hpp>
+#include <argus/eval/fused_attention.hpp>
+#include <argus/eval/unfused.hpp>
+#include <argus/expr/attention.hpp>
+#include <argus/kernel/attention_backward.hpp>
+#include <argus/kernel/flash_attention_backward.hpp>
+#include <argus/kernel/gemm.hpp>
+#include <argus/kernel/parallel.hpp>
+#include <argus/tensor/aligned_buffer.hpp>
+#include <argus/tensor/tensor.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+namespace argus {
+
+/// dL/d of every input and parameter of a multi_head_attention module, each with the type
+/// of what it differentiates: x_q, x_k, x_v as tensors of the inputs' shapes, w_q ... b_o
+/// as the module's members (a module without biases has no bias gradients either).
+template <class Module, Shape SQ, Shape SK, Shape SV>
+struct gradients {
+  using module_type = Module;
+  using value_type = typename Module::value_type;
+
+  tensor<value_type, SQ> x_q;                       // (B,SEQ_Q,D_MODEL)
+  tensor<value_type, SK> x_k;                       // (B,SEQ_KV,KDIM)
+  tensor<value_type, SV> x_v;                       // (B,SEQ_KV,VDIM)
+  decltype(Module::w_q) w_q;                        // (D_MODEL,H*D_K)
+  decltype(Module::w_k) w_k;                        // (KDIM,G*D_K)
+  decltype(Module::w_v) w_v;                        // (VDIM,G*D_V)
+  decltype(Module::w_o) w_o;                        // (H*D_V,D_MODEL)
+  [[no_unique_address]] decltype(Module::b_q) b_q;  // (H*D_K)
+  [[no_unique_address]] decltype(Module::b_k) b_k;  // (G*D_K)
+  [[no_unique_address]] decltype(Module::b_v) b_v;  // (G*D_V)
+  [[no_unique_address]] decltype(Module::b_o) b_o;  // (D_MODEL)
+
+  gradients(const SQ& sq, const SK& sk, const SV& sv) : x_q(sq), x_k(sk), x_v(sv) {}
+};
+
+namespace detail {
+struct tape_access;
+}
+
+/// What forward_for_training keeps for backward: see the top of this header. Movable, not
+/// copyable (it is large); Module, the inputs and the masks must outlive it.
+template <class Module, class Policy, class E, Shape SQ, Shape SK, Shape SV>
+class training_tape {
+ public:
+  using module_type = Module;
+  using value_type = typename Module::value_type;
+  using output_type = tensor<value_type, typename E::shape_type>;
+  using gradients_type = gradients<Module, SQ, SK, SV>;
+
+  /// The forward pass's output, (batch, seq_q, d_model).
+  const output_type& output() const noexcept { return out_; }
+
+  training_tape(training_tape&&) noexcept = default;
+  training_tape(const training_tape&) = delete;
+  training_tape& operator=(const training_tape&) = delete;
+
+ private:
+  friend struct detail::tape_access;
+  using T = value_type;
+  training_tape(const Module& m, E e, detail::materialized<T, SQ> xq,
+                detail::materialized<T, SK> xk, detail::materialized<T, SV> xv)
+      : module_(&m),
+        expr_(std::move(e)),
+        x_q_(std::move(xq)),
+        x_k_(std::move(xk)),
+        x_v_(std::move(xv)),
+        out_(expr_.shape()) {}
+
+  const Module* module_;
+  E expr_;  // the module's forward expression: masks and extents
+  detail::materialized<T, SQ> x_q_;
+  detail::materialized<T, SK> x_k_;
+  detail::materialized<T, SV> x_v_;
+  aligned_buffer<T> q_, k_, v_, a_,
+      lse_;  // (B,SEQ_Q,H*D_K) (B,SEQ_KV,G*D_K) (B,SEQ_KV,G*D_V) (B,SEQ_Q,H*D_V) (B,H,SEQ_Q)
+  output_type out_;
+};
+
+namespace detail {
+
+/// C (rows × n) = A (rows × k) · B (k × n) [+ bias], row blocks over the threads.
+template <class T>
+void rows_times(std::size_t rows, std::size_t n, std::size_t k, const T* a, const T* b, T* c,
+                const T* bias = nullptr) {
+  const std::size_t block = rows_per_task(rows);
+  kernel::parallel_for((rows + block - 1) / block, [&](std::size_t t, std::size_t) {
+    const std::size_t r0 = t * block, m = std::min(block, rows - r0);
+    kernel::gemm_nn<T>(m, n, k, T(1), a + r0 * k, k, b, n, c + r0 * n, n, bias);
+  });
+}
+
+/// C (rows × n) = A (rows × k) · Bᵀ, B (n × k), row blocks over the threads.
+template <class T>
+void rows_times_transposed(std::size_t rows, std::size_t n, std::size_t k, const T* a, const T* b,
+                           T* c) {
+  const std::size_t block = rows_per_task(rows);
+  kernel::parallel_for((rows + block - 1) / block, [&](std::size_t t, std::size_t) {
+    const std::size_t r0 = t * block, m = std::min(block, rows - r0);
+    kernel::gemm_nt<T>(m, n, k, T(1), a + r0 * k, k, b, k, c + r0 * n, n);
+  });
+}
+
+/// The gradient of x·W + b: dW (k × n) = xᵀ dY and db (n) = Σ_rows dY, x (rows × k),
+/// dY (rows × n). db may be null.
+template <class T>
+void weight_gradient(std::size_t rows, std::size_t k, std::size_t n, const T* x, const T* dy, T* dw,
+                     T* db) {
+  aligned_buffer<T> xt(k * rows, uninitialized);  // (K,ROWS)
+  kernel::parallel_for((k + 15) / 16, [&](std::size_t t, std::size_t) {
+    const std::size_t c0 = t * 16, nc = std::min<std::size_t>(16, k - c0);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < nc; ++c) xt.data()[(c0 + c) * rows + r] = x[r * k + c0 + c];
+  });
+  rows_times(k, n, rows, xt.data(), dy, dw);
+  if (db != nullptr) {
+    std::fill(db, db + n, T(0));
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < n; ++c) db[c] += dy[r * n + c];
+  }
+}
+
+/// The elements of a bias, or null for a module without biases.
+template <class T, class B>
+auto bias_data(B& b) noexcept {
+  using P = std::conditional_t<std::is_const_v<B>, const T*, T*>;
+  if constexpr (std::is_same_v<std::remove_const_t<B>, absent_bias>)
+    return P{nullptr};
+  else
+    return P{b.data()};
+}
+
+/// The (masked) scores of the module's forward expression E.
+template <class E>
+const auto& masked_scores_of(const E& e) {
+  return e.x.x.weights.scores;  // projection(merge_heads(attend(softmax(S), v)), W_o, b_o)
+}
+template <class E>
+using masked_scores_t = std::remove_cvref_t<decltype(masked_scores_of(std::declval<const E&>()))>;
+
+struct tape_access {
+  /// The attention problem of the tape's core, merged layouts; masks kept alive in keep.
+  template <class Tape, class T = typename Tape::value_type>
+  static kernel::attention_problem<T> problem(Tape& t, mask_storage<T>& keep) {
+    using M = typename Tape::module_type;
+    const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
+                      skv = t.x_k_.view.extent(1);
+    kernel::attention_problem<T> p{};
+    p.batch = batch, p.heads = M::heads, p.kv_heads = M::kv_heads, p.seq_q = sq, p.seq_kv = skv;
+    p.d_k = M::d_k, p.d_v = M::d_v;
+    p.q = t.q_.data(), p.q_batch = sq * M::heads * M::d_k, p.q_head = M::d_k,
+    p.q_row = M::heads * M::d_k;
+    p.k = t.k_.data(), p.k_batch = skv * M::kv_heads * M::d_k, p.k_head = M::d_k,
+    p.k_row = M::kv_heads * M::d_k;
+    p.v = t.v_.data(), p.v_batch = skv * M::kv_heads * M::d_v, p.v_head = M::d_v,
+    p.v_row = M::kv_heads * M::d_v;
+    p.o = t.a_.data(), p.o_batch = sq * M::heads * M::d_v, p.o_head = M::d_v,
+    p.o_row = M::heads * M::d_v;
+    p.lse = t.lse_.data(), p.lse_batch = M::heads * sq, p.lse_head = sq;
+    const auto& s = masked_scores_of(t.expr_);
+    p.scale = mask_chain<std::remove_cvref_t<decltype(s)>>::scores(s).scale;
+    set_masks(s, p, keep);
+    return p;
+  }
+
+  template <class Tape, class Policy>
+  static void forward(Tape& t, Policy) {
+    using M = typename Tape::module_type;
+    using T = typename Tape::value_type;
+    const M& m = *t.module_;
+    const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
+                      skv = t.x_k_.view.extent(1);
+    const std::size_t rq = batch * sq, rkv = batch * skv;
+    t.q_ = aligned_buffer<T>(rq * M::heads * M::d_k, uninitialized);
+    t.k_ = aligned_buffer<T>(rkv * M::kv_heads * M::d_k, uninitialized);
+    t.v_ = aligned_buffer<T>(rkv * M::kv_heads * M::d_v, uninitialized);
+    t.a_ = aligned_buffer<T>(rq * M::heads * M::d_v, uninitialized);
+    t.lse_ = aligned_buffer<T>(batch * M::heads * sq, uninitialized);
+    rows_times(rq, M::heads * M::d_k, M::d_model, t.x_q_.view.data(), m.w_q.data(), t.q_.data(),
+               bias_data<T>(m.b_q));
+    rows_times(rkv, M::kv_heads * M::d_k, M::kdim, t.x_k_.view.data(), m.w_k.data(), t.k_.data(),
+               bias_data<T>(m.b_k));
+    rows_times(rkv, M::kv_heads * M::d_v, M::vdim, t.x_v_.view.data(), m.w_v.data(), t.v_.data(),
+               bias_data<T>(m.b_v));
+    mask_storage<T> keep;
+    const kernel::attention_problem<T> p = problem(t, keep);
+    if constexpr (std::is_same_v<Policy, fused_policy>)
+      kernel::flash_attention(p);
+    else
+      kernel::attention_unfused(p);
+    rows_times(rq, M::d_model, M::heads * M::d_v, t.a_.data(), m.w_o.data(), t.out_.data(),
+               bias_data<T>(m.b_o));
+  }
+
+  template <class Tape, class Policy, class T>
+  static typename Tape::gradients_type backward(const Tape& ct, const T* dout, Policy) {
+    using M = typename Tape::module_type;
+    Tape& t = const_cast<Tape&>(ct);  // problem() takes non-const pointers; nothing of t is written
+    const M& m = *t.module_;
+    typename Tape::gradients_type g(t.x_q_.view.shape(), t.x_k_.view.shape(), t.x_v_.view.shape());
+    const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
+                      skv = t.x_k_.view.extent(1);
+    const std::size_t rq = batch * sq, rkv = batch * skv;
+    constexpr std::size_t hk = M::heads * M::d_k, hv = M::heads * M::d_v;
+    constexpr std::size_t gk = M::kv_heads * M::d_k, gv = M::kv_heads * M::d_v;
+
+    // out = A·W_o + b_o
+    aligned_buffer<T> d_a(rq * hv, uninitialized);  // (B,SEQ_Q,H*D_V)
+    rows_times_transposed(rq, hv, M::d_model, dout, m.w_o.data(), d_a.data());
+    weight_gradient(rq, hv, M::d_model, t.a_.data(), dout, g.w_o.data(), bias_data<T>(g.b_o));
+
+    // The attention core.
+    aligned_buffer<T> d_q(rq * hk, uninitialized), d_k(rkv * gk, uninitialized),
+        d_v(rkv * gv, uninitialized);
+    mask_storage<T> keep;
+    kernel::attention_backward_problem<T> bp;
+    bp.f = problem(t, keep);
+    bp.lse = t.lse_.data();
+    bp.d_o = d_a.data();
+    bp.d_q = d_q.data(), bp.d_k = d_k.data(), bp.d_v = d_v.data();
+    if constexpr (std::is_same_v<Policy, fused_policy>)
+      kernel::flash_attention_backward(bp);
+    else
+      kernel::attention_backward_unfused(bp);
+
+    // Q = x_q·W_q + b_q, K = x_k·W_k + b_k, V = x_v·W_v + b_v
+    weight_gradient(rq, M::d_model, hk, t.x_q_.view.data(), d_q.data(), g.w_q.data(),
+                    bias_data<T>(g.b_q));
+    weight_gradient(rkv, M::kdim, gk, t.x_k_.view.data(), d_k.data(), g.w_k.data(),
+                    bias_data<T>(g.b_k));
+    weight_gradient(rkv, M::vdim, gv, t.x_v_.view.data(), d_v.data(), g.w_v.data(),
+                    bias_data<T>(g.b_v));
+    rows_times_transposed(rq, M::d_model, hk, d_q.data(), m.w_q.data(), g.x_q.data());
+    rows_times_transposed(rkv, M::kdim, gk, d_k.data(), m.w_k.data(), g.x_k.data());
+    rows_times_transposed(rkv, M::vdim, gv, d_v.data(), m.w_v.data(), g.x_v.data());
+    return g;
+  }
+
+  template <class Module, class Policy, class E, class SQ, class SK, class SV, class T>
+  static training_tape<Module, Policy, E, SQ, SK, SV> make(const Module& m, E e,
+                                                           materialized<T, SQ> xq,
+                                                           materialized<T, SK> xk,
+                                                           materialized<T, SV> xv) {
+    return training_tape<Module, Policy, E, SQ, SK, SV>(m, std::move(e), std::move(xq),
+                                                        std::move(xk), std::move(xv));
+  }
+};
+
+/// x as a row-major, unit-stride result (borrowed when it already is one).
+template <class X>
+auto contiguous_input(const X& x) {
+  return contiguous(evaluator<unfused_policy>{}(as_expression(x)));
+}
+
+/// A multi_head_attention<...> (its members and constants, as forward_for_training uses them).
+template <class M>
+concept is_attention_module = requires(const M& m) {
+  typename M::value_type;
+  m.w_q, m.w_k, m.w_v, m.w_o, m.b_q, m.b_k, m.b_v, m.b_o;
+  M::d_model, M::heads, M::kv_heads, M::d_k, M::d_v, M::kdim, M::vdim, M::has_bias;
+};
+
+template <class T>
+struct is_training_tape : std::false_type {};
+template <class M, class P, class E, class SQ, class SK, class SV>
+struct is_training_tape<training_tape<M, P, E, SQ, SK, SV>> : std::true_type {};
+
+}  // namespace detail
+
+/// The rules backward(tape, dout) checks first: dout is a (batch, seq, model) operand of
+/// the module's value type.
+template <class DOut, class Out>
+concept backward_accepts_dout = Operand<DOut> && axes_are_batch_seq_model<shape_of<DOut>> &&
+                                value_types_agree < value_type_of<DOut>,
+typename Out::value_type > ;
+
+namespace detail {
+/// The shape rule of backward(), on numbers, so that the diagnostic names them.
+template <std::size_t DOutBatch, std::size_t DOutSeq, std::size_t DOutWidth, std::size_t OutBatch,
+          std::size_t OutSeq, std::size_t OutWidth>
+constexpr bool dout_fits_output() {
+  static_assert(
+      dout_shape_equals_output_shape<DOutBatch, DOutSeq, DOutWidth, OutBatch, OutSeq, OutWidth>,
+      "argus::backward(tape, dout) requires dout_shape_equals_output_shape: dout = dL/d(out) has "
+      "the output's shape (batch, seq_q, d_model)");
+  return dout_shape_equals_output_shape<DOutBatch, DOutSeq, DOutWidth, OutBatch, OutSeq, OutWidth>;
+}
+}  // namespace detail
+
+/// Runs m's forward pass on x_q, x_k, x_v with masks under policy p (argus::fused or
+/// argus::unfused) and keeps what backward() needs. The relations and run-time checks are
+/// those of m.forward(x_q, x_k, x_v, masks...). At most one mask of each kind.
+template <class Module, EvaluationPolicy P, Operand XQ, Operand XK, Operand XV, Mask... Ms>
+requires detail::is_attention_module<Module>
+auto forward_for_training(const Module& m, P p, XQ&& x_q, XK&& x_k, XV&& x_v, const Ms&... masks) {
+  using module = Module;
+  auto e = m.forward(x_q, x_k, x_v, masks...);  // checks every relation and run-time extent
+  using E = decltype(e);
+  static_assert(detail::mask_chain<detail::masked_scores_t<E>>::ok,
+                "argus::forward_for_training: at most one mask of each kind (causal, ignore_keys, "
+                "ignore_where, add_to_scores)");
+  auto tape = detail::tape_access::make<module, P, E>(
+      m, std::move(e), detail::contiguous_input(x_q), detail::contiguous_input(x_k),
+      detail::contiguous_input(x_v));
+  detail::tape_access::forward(tape, p);
+  return tape;
+}
+
+/// Self-attention: forward_for_training(m, p, x, x, x, masks...). The gradient of x is
+/// g.x_q + g.x_k + g.x_v.
+template <class Module, EvaluationPolicy P, Operand X, Mask... Ms>
+requires detail::is_attention_module<Module>
+auto forward_for_training(const Module& m, P p, X&& x, const Ms&... masks) {
+  return forward_for_training(m, p, x, x, x, masks...);
+}
+
+/// The gradients of L with respect to every input and parameter of the tape's module, given
+/// dout = dL/d(out), under policy p: argus::unfused materialises P and dP per head,
+/// argus::fused runs the FlashAttention-2 backward (either works on a tape from either
+/// forward). dout must have the output's shape: static extents are checked here, run-time
+/// ones throw shape_error before anything is computed.
+template <class Tape, class DOut, EvaluationPolicy P>
+requires detail::is_training_tape<Tape>::value typename Tape::gradients_type backward(
+    const Tape& tape, const DOut& dout, P p) {
+  using out = typename Tape::output_type;
+  static_assert(
+      backward_accepts_dout<const DOut&, out>,
+      "argus::backward(tape, dout): dout = dL/d(out) is a (batch, seq, model) tensor of the "
+      "module's value type");
+  if constexpr (backward_accepts_dout<const DOut&, out>) {
+    using S = shape_of<const DOut&>;
+    using O = typename out::shape_type;
+    if constexpr (detail::dout_fits_output<static_extent_v<S, 0>, static_extent_v<S, 1>,
+                                           static_extent_v<S, 2>, static_extent_v<O, 0>,
+                                           static_extent_v<O, 1>, static_extent_v<O, 2>>()) {
+      const auto s = as_expression(dout).shape();
+      const auto& o = tape.output().shape();
+      detail::check_extents_agree("argus::backward", "the batch of dout", s.extent(0),
+                                  "the batch of the output", o.extent(0));
+      detail::check_extents_agree("argus::backward", "the length of dout", s.extent(1),
+                                  "the length of the output (seq_q)", o.extent(1));
+      auto d = detail::contiguous_input(dout);
+      return detail::tape_access::backward(tape, d.view.data(), p);
+    } else {
+      std::terminate();  // not reached: the static_assert in dout_fits_output has failed
+    }
+  } else {
+    std::terminate();  // not reached: the static_assert above has failed
+  }
+}
+
+}  // namespace argus

@@ -1,0 +1,201 @@
+// argus/kernel/attention_backward.hpp -- kernel layer: the gradients of the attention core,
+// unfused (the specification), and the unfused forward that keeps what they need.
+//
+// For every batch item b, query head h (K/V head g = h / (heads / kv_heads)) and query i:
+//     S_ij = scale · Q_i·K_j + masks        P_i = softmax_j(S_i)        O_i = Σ_j P_ij V_j
+// Given dO = dL/dO, the gradients are
+//     dV_j = Σ_(h in group) Σ_i P_ij dO_i          dP_ij = dO_i·V_j
+//     dS_ij = P_ij (dP_ij − D_i),  D_i = Σ_j P_ij dP_ij  (= dO_i·O_i)
+//     dQ_i = scale · Σ_j dS_ij K_j                  dK_j = scale · Σ_(h in group) Σ_i dS_ij Q_i
+// A masked score has P_ij = 0 exactly, so it carries no gradient, and a query whose keys are
+// all masked has P_i = 0 and gets dQ_i = 0 (never NaN). The additive mask's own gradient
+// (dS) is not computed: masks are constants.
+//
+// attention_backward_unfused materialises S, P and dP = dS of one head at a time, (seq_q ×
+// seq_kv) each, and forms every product with kernel::gemm. Work items are (batch item, K/V
+// head) pairs: one item runs the heads of its group in order and sums their dK and dV, so
+// the result does not depend on the thread count. flash_attention_backward.hpp computes the
+// same gradients without the (seq_q × seq_kv) buffers.
+#pragma once
+
+#include "argus/kernel/flash_attention.hpp"
+#include "argus/kernel/gemm.hpp"
+#include "argus/kernel/parallel.hpp"
+#include "argus/kernel/softmax_rows.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace argus::kernel {
+
+/// One backward call: the forward problem (Q, K, V, O, scale, masks), its per-row
+/// log-sum-exp, dO, and where the gradients go. dO has O's strides; dQ has Q's, dK K's and
+/// dV V's (the merged (batch, seq, heads · d) layouts of a module, or head-major ones).
+/// dQ, dK and dV are only written, never read; they overlap none of the inputs.
+template <class T>
+struct attention_backward_problem {
+  attention_problem<T> f;  // f.o: the forward output O; f.lse: unused
+  const T* lse = nullptr;  // lse[b][h][i]: (batch, heads, seq_q) row-major
+  const T* d_o = nullptr;  // dO[b][h][i][0..d_v), strides of f.o
+  T* d_q = nullptr;        // strides of f.q
+  T* d_k = nullptr;        // strides of f.k
+  T* d_v = nullptr;        // strides of f.v
+};
+
+namespace detail {
+
+/// Applies p's masks to the scores row[0..n) of query i, keys [j0, j0 + n); the causal one
+/// only if `causal` (callers pass false where no key of the row is after the query).
+template <class T>
+void mask_score_row(const attention_problem<T>& p, bool causal, std::size_t b, std::size_t h,
+                    std::size_t i, std::size_t j0, std::size_t n, T* row) noexcept {
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  if (p.additive != nullptr) {
+    const T* a = p.additive + b * p.add_batch + h * p.add_head + i * p.add_row + j0;
+    for (std::size_t j = 0; j < n; ++j) row[j] += a[j];
+  }
+  if (causal)
+    for (std::size_t j = (i + 1 > j0 ? i + 1 - j0 : 0); j < n; ++j) row[j] = minus_inf;
+  if (p.key_ignore != nullptr) {
+    const std::uint8_t* ki = p.key_ignore + b * p.key_ignore_batch + j0;
+    for (std::size_t j = 0; j < n; ++j)
+      if (ki[j] != 0) row[j] = minus_inf;
+  }
+  if (p.ignore != nullptr) {
+    const std::uint8_t* ig =
+        p.ignore + b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j0;
+    for (std::size_t j = 0; j < n; ++j)
+      if (ig[j] != 0) row[j] = minus_inf;
+  }
+}
+
+/// dst (cols × rows, row stride ld_dst) = src (rows × cols, row stride ld_src) transposed.
+template <class T>
+void transpose_into(std::size_t rows, std::size_t cols, const T* src, std::size_t ld_src, T* dst,
+                    std::size_t ld_dst) noexcept {
+  constexpr std::size_t block = 16;  // 16 × 16 blocks keep both sides in L1
+  for (std::size_t r0 = 0; r0 < rows; r0 += block)
+    for (std::size_t c0 = 0; c0 < cols; c0 += block) {
+      const std::size_t r1 = std::min(rows, r0 + block), c1 = std::min(cols, c0 + block);
+      for (std::size_t c = c0; c < c1; ++c)
+        for (std::size_t r = r0; r < r1; ++r) dst[c * ld_dst + r] = src[r * ld_src + c];
+    }
+}
+
+/// Per-thread buffers of the unfused steps: S/P, dP/dS and a transposed copy, each
+/// (seq_q × seq_kv); grows, never shrinks.
+template <class T>
+std::vector<T>& unfused_scratch(std::size_t elements) {
+  thread_local std::vector<T> scratch;
+  if (scratch.size() < elements) scratch.resize(elements);
+  return scratch;
+}
+
+/// S = scale · Q Kᵀ + masks, then P = softmax(S), for head h of item b (rows of skv).
+template <class T>
+void unfused_probabilities(const attention_problem<T>& p, std::size_t b, std::size_t h, T* s) {
+  const std::size_t g = h / (p.heads / p.kv_heads);
+  const T* q = p.q + b * p.q_batch + h * p.q_head;
+  const T* k = p.k + b * p.k_batch + g * p.k_head;
+  gemm_nt<T>(p.seq_q, p.seq_kv, p.d_k, p.scale, q, p.q_row, k, p.k_row, s, p.seq_kv);
+  for (std::size_t i = 0; i < p.seq_q; ++i)
+    mask_score_row(p, p.causal, b, h, i, 0, p.seq_kv, s + i * p.seq_kv);
+}
+
+/// Fills the (rows × cols) block at d (row stride ld) with zeros.
+template <class T>
+void zero_rows(T* d, std::size_t rows, std::size_t cols, std::size_t ld) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) std::fill(d + r * ld, d + r * ld + cols, T(0));
+}
+
+}  // namespace detail
+
+/// The forward pass, unfused: S, P of one head at a time materialised; writes p.o and, when
+/// p.lse is set, the per-row log-sum-exp. Same contract as flash_attention(p).
+template <class T>
+void attention_unfused(const attention_problem<T>& p) {
+  assert(p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && p.d_k >= 1);
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  parallel_for(p.batch * p.heads, [&](std::size_t t, std::size_t) {
+    const std::size_t b = t / p.heads, h = t % p.heads, g = h / (p.heads / p.kv_heads);
+    T* o = p.o + b * p.o_batch + h * p.o_head;
+    if (p.seq_kv == 0) {
+      detail::zero_rows(o, p.seq_q, p.d_v, p.o_row);
+      if (p.lse != nullptr)
+        std::fill(p.lse + b * p.lse_batch + h * p.lse_head,
+                  p.lse + b * p.lse_batch + h * p.lse_head + p.seq_q, minus_inf);
+      return;
+    }
+    T* s = detail::unfused_scratch<T>(p.seq_q * p.seq_kv).data();  // (SEQ_Q,SEQ_KV)
+    detail::unfused_probabilities(p, b, h, s);
+    if (p.lse != nullptr)
+      for (std::size_t i = 0; i < p.seq_q; ++i) {
+        const T* row = s + i * p.seq_kv;
+        const T m = *std::max_element(row, row + p.seq_kv);
+        T sum = T(0);
+        if (m != minus_inf)
+          for (std::size_t j = 0; j < p.seq_kv; ++j) sum += std::exp(row[j] - m);
+        p.lse[b * p.lse_batch + h * p.lse_head + i] =
+            m == minus_inf ? minus_inf : m + std::log(sum);
+      }
+    softmax_rows(s, p.seq_q, p.seq_kv, p.seq_kv);
+    gemm_nn<T>(p.seq_q, p.d_v, p.seq_kv, T(1), s, p.seq_kv, p.v + b * p.v_batch + g * p.v_head,
+               p.v_row, o, p.o_row);
+  });
+}
+
+/// The gradients dQ, dK, dV of bp.f given dO, unfused (the specification; bp.lse unused).
+/// pre: as flash_attention(bp.f).
+template <class T>
+void attention_backward_unfused(const attention_backward_problem<T>& bp) {
+  const attention_problem<T>& p = bp.f;
+  assert(p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && p.d_k >= 1);
+  const std::size_t group = p.heads / p.kv_heads;
+  const std::size_t sq = p.seq_q, skv = p.seq_kv;
+  parallel_for(p.batch * p.kv_heads, [&](std::size_t t, std::size_t) {
+    const std::size_t b = t / p.kv_heads, g = t % p.kv_heads;
+    const T* k = p.k + b * p.k_batch + g * p.k_head;
+    const T* v = p.v + b * p.v_batch + g * p.v_head;
+    T* dk = bp.d_k + b * p.k_batch + g * p.k_head;
+    T* dv = bp.d_v + b * p.v_batch + g * p.v_head;
+    detail::zero_rows(dk, skv, p.d_k, p.k_row);
+    detail::zero_rows(dv, skv, p.d_v, p.v_row);
+    std::vector<T>& scratch = detail::unfused_scratch<T>(3 * sq * skv);
+    T* s = scratch.data();  // (SEQ_Q,SEQ_KV) S, then P
+    T* ds = s + sq * skv;   // (SEQ_Q,SEQ_KV) dP, then dS
+    T* tr = ds + sq * skv;  // (SEQ_KV,SEQ_Q) Pᵀ, then dSᵀ
+    for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
+      const T* q = p.q + b * p.q_batch + h * p.q_head;
+      const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head;
+      T* dq = bp.d_q + b * p.q_batch + h * p.q_head;
+      if (skv == 0 || sq == 0) {
+        detail::zero_rows(dq, sq, p.d_k, p.q_row);
+        continue;
+      }
+      detail::unfused_probabilities(p, b, h, s);
+      softmax_rows(s, sq, skv, skv);                                        // P
+      gemm_nt<T>(sq, skv, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, skv);  // dP = dO Vᵀ
+      for (std::size_t i = 0; i < sq; ++i) {
+        const T* pr = s + i * skv;
+        T* dr = ds + i * skv;
+        T d = T(0);
+        for (std::size_t j = 0; j < skv; ++j) d += pr[j] * dr[j];
+        for (std::size_t j = 0; j < skv; ++j) dr[j] = pr[j] * (dr[j] - d);  // dS
+      }
+      detail::transpose_into(sq, skv, s, skv, tr, sq);
+      gemm_nn<T>(skv, p.d_v, sq, T(1), tr, sq, d_o, p.o_row, dv, p.v_row, nullptr,
+                 true);                                                       // dV += Pᵀ dO
+      gemm_nn<T>(sq, p.d_k, skv, p.scale, ds, skv, k, p.k_row, dq, p.q_row);  // dQ = scale dS K
+      detail::transpose_into(sq, skv, ds, skv, tr, sq);
+      gemm_nn<T>(skv, p.d_k, sq, p.scale, tr, sq, q, p.q_row, dk, p.k_row, nullptr,
+                 true);  // dK += scale dSᵀ Q
+    }
+  });
+}
+
+}  // namespace argus::kernel

@@ -1,0 +1,244 @@
+// argus/kernel/flash_attention_backward.hpp -- kernel layer: the fused backward pass of the
+// attention core (FlashAttention-2, Algorithm 2).
+//
+// flash_attention_backward(bp) computes the gradients attention_backward.hpp defines without
+// any (seq_q × seq_kv) buffer. First D_i = dO_i·O_i for every row. Then the keys are cut
+// into tiles; a work item is (batch item, K/V head g, key tile j) and owns dK_j and dV_j.
+// For every query head h of the group and every query tile i that can see tile j it
+// recomputes, in (Q_TILE × K_TILE) tiles,
+//     S = scale · Q_i K_jᵀ + masks        P = e^(S − lse_i)      (lse kept by the forward)
+//     dV_j += Pᵀ dO_i      dP = dO_i V_jᵀ      dS = P ∘ (dP − D_i)
+//     dK_j += scale · dSᵀ Q_i              dQ_i += scale · dS K_j
+// with kernel::gemm on the tiles. A causal mask skips the query tiles that lie wholly
+// before the key tile (their P is 0) and is applied only on tiles crossing the diagonal;
+// the other masks are applied per tile; a row whose keys are all masked (lse = -inf) has
+// P = 0 and gets no gradient.
+//
+// Threads. dK_j and dV_j belong to one item, so they need no synchronisation; dQ_i receives
+// a term from every key tile. The (batch item, key tile) columns, each with all its K/V
+// heads, are dealt round-robin to T = min(threads, batch · key tiles) fixed tasks; task 0
+// accumulates into dQ itself and task t > 0 into its own partial dQ, and the partials are
+// added in task order at the end. No atomics; for a fixed thread count the result is the
+// same on every run (the task, not the OS thread, fixes the work), and since a head's task
+// does not depend on the head, heads with equal weights get bitwise equal gradients.
+// Memory beyond the outputs: D (batch · heads · seq_q), (T − 1) partial dQ, and per thread
+// five small tiles.
+#pragma once
+
+#include "argus/kernel/attention_backward.hpp"
+#include "argus/kernel/gemm.hpp"
+#include "argus/kernel/parallel.hpp"
+#include "argus/kernel/simd.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace argus::kernel {
+
+/// Query rows and keys per tile of flash_attention_backward.
+struct flash_backward_tiles {
+  static constexpr std::size_t q_tile = 64, k_tile = 64;
+};
+
+namespace detail {
+
+/// D[b][h][i] = dO_i·O_i, (batch, heads, seq_q) row-major.
+template <class T>
+void backward_row_dots(const attention_backward_problem<T>& bp, T* d) {
+  const attention_problem<T>& p = bp.f;
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  parallel_for(p.batch * p.heads, [&](std::size_t t, std::size_t) {
+    const std::size_t b = t / p.heads, h = t % p.heads;
+    for (std::size_t i = 0; i < p.seq_q; ++i) {
+      const std::size_t off = b * p.o_batch + h * p.o_head + i * p.o_row;
+      const T* o = p.o + off;
+      const T* d_o = bp.d_o + off;
+      V acc = V::zero();
+      std::size_t c = 0;
+      for (; c + w <= p.d_v; c += w) acc = fma(V::load(o + c), V::load(d_o + c), acc);
+      if (c < p.d_v)
+        acc = fma(V::load_partial(o + c, p.d_v - c), V::load_partial(d_o + c, p.d_v - c), acc);
+      d[t * p.seq_q + i] = reduce_add(acc);
+    }
+  });
+}
+
+/// One thread's tiles: P and dS (Q_TILE × K_TILE), their transposes, and the lse and D of
+/// the query tile.
+template <class T>
+struct backward_tiles {
+  static constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
+  std::vector<T> storage = std::vector<T>(4 * bq * bk);
+  T* p() noexcept { return storage.data(); }                  // (Q_TILE,K_TILE)
+  T* ds() noexcept { return storage.data() + bq * bk; }       // (Q_TILE,K_TILE)
+  T* pt() noexcept { return storage.data() + 2 * bq * bk; }   // (K_TILE,Q_TILE)
+  T* dst() noexcept { return storage.data() + 3 * bq * bk; }  // (K_TILE,Q_TILE)
+};
+
+template <class T>
+backward_tiles<T>& thread_backward_tiles() {
+  thread_local backward_tiles<T> tiles;
+  return tiles;
+}
+
+/// P = e^(S − lse) in place on the (nq × nk) tile s (row stride bk), masks applied first;
+/// rows with lse = -inf become 0.
+template <class T>
+void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i0,
+                        std::size_t nq, std::size_t j0, std::size_t nk, const T* lse, T* s,
+                        std::size_t ld) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  const bool causal_cross = p.causal && j0 + nk - 1 > i0;  // some key is after some query
+  const bool other_masks = p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
+  for (std::size_t r = 0; r < nq; ++r) {
+    T* row = s + r * ld;
+    const T l = lse[i0 + r];
+    if (l == minus_inf) {
+      std::fill(row, row + nk, T(0));
+      continue;
+    }
+    if (causal_cross || other_masks) mask_score_row(p, causal_cross, b, h, i0 + r, j0, nk, row);
+    const V lv = V::broadcast(l);
+    std::size_t j = 0;
+    for (; j + w <= nk; j += w) exp(V::load(row + j) - lv).store(row + j);
+    if (j < nk)
+      exp(V::load_partial(row + j, nk - j, minus_inf) - lv).store_partial(row + j, nk - j);
+  }
+}
+
+/// dS = P ∘ (dP − D) in place over dP (nq × nk, row stride ld).
+template <class T>
+void tile_score_gradient(std::size_t nq, std::size_t nk, const T* pt, T* dp, std::size_t ld,
+                         const T* d) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  for (std::size_t r = 0; r < nq; ++r) {
+    const T* pr = pt + r * ld;
+    T* dr = dp + r * ld;
+    const V dv = V::broadcast(d[r]);
+    std::size_t j = 0;
+    for (; j + w <= nk; j += w) (V::load(pr + j) * (V::load(dr + j) - dv)).store(dr + j);
+    for (; j < nk; ++j) dr[j] = pr[j] * (dr[j] - d[r]);
+  }
+}
+
+/// One item: keys [j0, j0 + nk) of K/V head g in batch item b, every query head of the group.
+/// dq: where this task accumulates dQ (base of the batch item's head 0), with row/head strides.
+template <class T>
+void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, std::size_t b,
+                   std::size_t g, std::size_t j0, std::size_t nk, T* dq_batch_base,
+                   std::size_t dq_head, std::size_t dq_row) {
+  const attention_problem<T>& p = bp.f;
+  constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
+  const std::size_t group = p.heads / p.kv_heads;
+  backward_tiles<T>& tiles = thread_backward_tiles<T>();
+  const T* k = p.k + b * p.k_batch + g * p.k_head + j0 * p.k_row;
+  const T* v = p.v + b * p.v_batch + g * p.v_head + j0 * p.v_row;
+  T* dk = bp.d_k + b * p.k_batch + g * p.k_head + j0 * p.k_row;
+  T* dv = bp.d_v + b * p.v_batch + g * p.v_head + j0 * p.v_row;
+  zero_rows(dk, nk, p.d_k, p.k_row);
+  zero_rows(dv, nk, p.d_v, p.v_row);
+  // Under a causal mask, query i sees key j0 only if i >= j0: earlier query tiles are skipped.
+  const std::size_t i_first = p.causal ? j0 / bq * bq : 0;
+  for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
+    const T* lse = bp.lse + (b * p.heads + h) * p.seq_q;
+    const T* dd = row_dots + (b * p.heads + h) * p.seq_q;
+    for (std::size_t i0 = i_first; i0 < p.seq_q; i0 += bq) {
+      const std::size_t nq = std::min(bq, p.seq_q - i0);
+      const T* q = p.q + b * p.q_batch + h * p.q_head + i0 * p.q_row;
+      const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head + i0 * p.o_row;
+      T* dq = dq_batch_base + h * dq_head + i0 * dq_row;
+      T* pp = tiles.p();
+      T* ds = tiles.ds();
+      gemm_nt<T>(nq, nk, p.d_k, p.scale, q, p.q_row, k, p.k_row, pp, bk);  // S
+      tile_probabilities(p, b, h, i0, nq, j0, nk, lse, pp, bk);            // P
+      transpose_into(nq, nk, pp, bk, tiles.pt(), bq);
+      gemm_nn<T>(nk, p.d_v, nq, T(1), tiles.pt(), bq, d_o, p.o_row, dv, p.v_row, nullptr,
+                 true);                                                   // dV += Pᵀ dO
+      gemm_nt<T>(nq, nk, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, bk);  // dP = dO Vᵀ
+      tile_score_gradient(nq, nk, pp, ds, bk, dd + i0);                   // dS
+      gemm_nn<T>(nq, p.d_k, nk, p.scale, ds, bk, k, p.k_row, dq, dq_row, nullptr,
+                 true);  // dQ += scale dS K
+      transpose_into(nq, nk, ds, bk, tiles.dst(), bq);
+      gemm_nn<T>(nk, p.d_k, nq, p.scale, tiles.dst(), bq, q, p.q_row, dk, p.k_row, nullptr,
+                 true);  // dK += scale dSᵀ Q
+    }
+  }
+}
+
+}  // namespace detail
+
+/// Bytes flash_attention_backward(bp) allocates beyond its outputs with `threads` threads:
+/// D, the partial dQ of tasks 1 .. T − 1, and the per-thread tiles (kept for reuse).
+template <class T>
+std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& bp,
+                                           std::size_t threads) noexcept {
+  const attention_problem<T>& p = bp.f;
+  constexpr std::size_t bk = flash_backward_tiles::k_tile, bq = flash_backward_tiles::q_tile;
+  const std::size_t columns = p.batch * ((p.seq_kv + bk - 1) / bk);
+  const std::size_t tasks = std::max<std::size_t>(1, std::min(threads, columns));
+  const std::size_t rows = p.batch * p.heads * p.seq_q;
+  return (rows + (tasks - 1) * rows * p.d_k + threads * 4 * bq * bk) * sizeof(T);
+}
+
+/// The gradients dQ, dK, dV of bp.f given dO and the forward's log-sum-exp bp.lse (as
+/// flash_attention writes it), on num_threads() threads, with no (seq_q × seq_kv) buffer.
+/// pre: as flash_attention(bp.f); bp.lse holds (batch, heads, seq_q) row-major.
+template <class T>
+void flash_attention_backward(const attention_backward_problem<T>& bp) {
+  const attention_problem<T>& p = bp.f;
+  assert(p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && p.d_k >= 1);
+  constexpr std::size_t bk = flash_backward_tiles::k_tile;
+  const std::size_t sq = p.seq_q, dkw = p.d_k;
+  // dQ starts at zero: every key tile adds to it.
+  for (std::size_t b = 0; b < p.batch; ++b)
+    for (std::size_t h = 0; h < p.heads; ++h)
+      detail::zero_rows(bp.d_q + b * p.q_batch + h * p.q_head, sq, dkw, p.q_row);
+  if (p.seq_kv == 0) return;
+  std::vector<T> row_dots(p.batch * p.heads * sq);  // (B,H,SEQ_Q) D = rowsum(dO ∘ O)
+  detail::backward_row_dots(bp, row_dots.data());
+
+  const std::size_t k_tiles = (p.seq_kv + bk - 1) / bk;
+  // A task is a fixed set of (batch item, key tile) columns, each with every K/V head. The
+  // task of an item does not depend on its K/V head, so every head's dQ is summed in the
+  // same order: heads with equal inputs get bitwise equal gradients.
+  const std::size_t columns = p.batch * k_tiles;
+  const std::size_t tasks = std::min(num_threads(), columns);
+  // Partial dQ of tasks 1 .. tasks − 1: (B,H,SEQ_Q,D_K) each.
+  const std::size_t part = p.batch * p.heads * sq * dkw;
+  std::vector<T> partial((tasks - 1) * part, T(0));
+  parallel_for(tasks, [&](std::size_t task, std::size_t) {
+    for (std::size_t column = task; column < columns; column += tasks) {
+      const std::size_t b = column / k_tiles, jt = column % k_tiles;
+      const std::size_t j0 = jt * bk, nk = std::min(bk, p.seq_kv - j0);
+      for (std::size_t g = 0; g < p.kv_heads; ++g) {
+        if (task == 0)
+          detail::backward_item(bp, row_dots.data(), b, g, j0, nk, bp.d_q + b * p.q_batch, p.q_head,
+                                p.q_row);
+        else
+          detail::backward_item(bp, row_dots.data(), b, g, j0, nk,
+                                partial.data() + (task - 1) * part + b * p.heads * sq * dkw,
+                                sq * dkw, dkw);
+      }
+    }
+  });
+  if (tasks == 1) return;
+  parallel_for(p.batch * p.heads, [&](std::size_t t, std::size_t) {
+    const std::size_t b = t / p.heads, h = t % p.heads;
+    for (std::size_t i = 0; i < sq; ++i) {
+      T* dq = bp.d_q + b * p.q_batch + h * p.q_head + i * p.q_row;
+      for (std::size_t task = 1; task < tasks; ++task) {
+        const T* src = partial.data() + (task - 1) * part + (t * sq + i) * dkw;
+        for (std::size_t c = 0; c < dkw; ++c) dq[c] += src[c];
+      }
+    }
+  });
+}
+
+}  // namespace argus::kernel

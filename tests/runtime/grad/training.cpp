@@ -1,0 +1,304 @@
+// forward_for_training / backward (grad/training.hpp): the unfused backward against central
+// finite differences in double; the fused backward against the unfused one on random
+// shapes, masks, run-time lengths, GQA groups and thread counts; fully masked rows; the
+// run-time check of dout.
+#define BOOST_TEST_MODULE unit.grad.training
+#include "../../support/random_tensors.hpp"
+#include <argus/argus.hpp>
+#include <argus/grad/training.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using argus::test::max_rel_diff;
+using argus::test::randomize;
+using argus::test::rng;
+
+template <class T, std::size_t W>
+using activation = argus::tensor<T, argus::shape<argus::batch<>, argus::seq<>, argus::model<W>>>;
+using padding_t = argus::tensor<std::uint8_t, argus::shape<argus::batch<>, argus::seq<>>>;
+
+template <class M>
+void randomize_module(M& m) {
+  const double s = 1.0 / std::sqrt(double(M::d_model));
+  randomize(m.w_q, s), randomize(m.w_k, s), randomize(m.w_v, s), randomize(m.w_o, s);
+  if constexpr (M::has_bias)
+    randomize(m.b_q, 0.5), randomize(m.b_k, 0.5), randomize(m.b_v, 0.5), randomize(m.b_o, 0.5);
+}
+
+/// Every tensor of a gradients struct (and of a module), in one order: x_q x_k x_v w_q w_k
+/// w_v w_o [b_q b_k b_v b_o].
+template <class G, class F>
+void for_each_tensor(G& g, F f) {
+  f("x_q", g.x_q), f("x_k", g.x_k), f("x_v", g.x_v);
+  f("w_q", g.w_q), f("w_k", g.w_k), f("w_v", g.w_v), f("w_o", g.w_o);
+  if constexpr (G::module_type::has_bias)
+    f("b_q", g.b_q), f("b_k", g.b_k), f("b_v", g.b_v), f("b_o", g.b_o);
+}
+
+/// The tensors of the module and inputs that g's members differentiate, in the same order.
+template <class M, class XQ, class XK, class XV, class F>
+void for_each_variable(M& m, XQ& x_q, XK& x_k, XV& x_v, F f) {
+  f("x_q", x_q), f("x_k", x_k), f("x_v", x_v);
+  f("w_q", m.w_q), f("w_k", m.w_k), f("w_v", m.w_v), f("w_o", m.w_o);
+  if constexpr (M::has_bias) f("b_q", m.b_q), f("b_k", m.b_k), f("b_v", m.b_v), f("b_o", m.b_o);
+}
+
+template <class Out, class D>
+double dot(const Out& y, const D& d) {
+  double s = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) s += double(y.data()[i]) * double(d.data()[i]);
+  return s;
+}
+
+// Configurations: (d_model, heads, options).
+struct plain {
+  using M = argus::multi_head_attention<8, 2, argus::mha_options{}, double>;
+};
+struct gqa {
+  using M =
+      argus::multi_head_attention<12, 4, argus::mha_options{.kv_heads = 2, .d_k = 3, .d_v = 5},
+                                  double>;
+};
+struct cross_no_bias {
+  using M =
+      argus::multi_head_attention<6, 3, argus::mha_options{.kdim = 4, .vdim = 7, .bias = false},
+                                  double>;
+};
+using fd_configs = std::tuple<plain, gqa, cross_no_bias>;
+
+}  // namespace
+
+// L = Σ out ∘ dout; every coordinate of every gradient against (L(x + h) − L(x − h)) / 2h.
+BOOST_AUTO_TEST_CASE_TEMPLATE(unfused_backward_matches_finite_differences, C, fd_configs) {
+  using M = typename C::M;
+  M m;
+  randomize_module(m);
+  const std::size_t batch = 2, sq = 5, skv = 4;
+  activation<double, M::d_model> x_q(batch, sq);
+  activation<double, M::kdim> x_k(batch, skv);
+  activation<double, M::vdim> x_v(batch, skv);
+  randomize(x_q), randomize(x_k), randomize(x_v);
+  activation<double, M::d_model> dout(batch, sq);
+  randomize(dout);
+  padding_t pad(batch, skv);
+  pad(1, 2) = 1;  // batch item 1 ignores key 2
+  argus::tensor<double, argus::shape<argus::seq<>, argus::seq<>>> add(sq, skv);
+  randomize(add, 0.5);
+
+  auto check = [&](auto... masks) {
+    auto tape = argus::forward_for_training(m, argus::unfused, x_q, x_k, x_v, masks...);
+    const auto g = argus::backward(tape, dout, argus::unfused);
+    auto loss = [&] {
+      return dot(argus::forward_for_training(m, argus::unfused, x_q, x_k, x_v, masks...).output(),
+                 dout);
+    };
+    std::vector<const double*> grads;
+    for_each_tensor(g, [&](const char*, const auto& t) { grads.push_back(t.data()); });
+    std::size_t which = 0;
+    for_each_variable(m, x_q, x_k, x_v, [&](const char* name, auto& t) {
+      const double* gd = grads[which++];
+      double worst = 0;
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        const double h = 1e-5, keep = t.data()[i];
+        t.data()[i] = keep + h;
+        const double up = loss();
+        t.data()[i] = keep - h;
+        const double down = loss();
+        t.data()[i] = keep;
+        const double fd = (up - down) / (2 * h);
+        worst = std::max(worst, std::abs(fd - gd[i]) / (1 + std::abs(fd)));
+      }
+      BOOST_TEST(worst < 1e-7,
+                 name << " (" << sizeof...(masks) << " masks): worst relative error " << worst);
+    });
+  };
+  check();
+  check(argus::causal);
+  check(argus::causal, argus::ignore_keys(pad), argus::add_to_scores(add));
+}
+
+namespace {
+
+/// Fused and unfused backward on one configuration with random run-time lengths and masks;
+/// also checks that the fused result is the same on two runs with the same thread count.
+template <class T, std::size_t D, std::size_t H, argus::mha_options O>
+void fused_equals_unfused(std::size_t batch, std::size_t sq, std::size_t skv, int mask_kind,
+                          double tol) {
+  using M = argus::multi_head_attention<D, H, O, T>;
+  M m;
+  randomize_module(m);
+  activation<T, D> x_q(batch, sq);
+  activation<T, M::kdim> x_k(batch, skv);
+  activation<T, M::vdim> x_v(batch, skv);
+  activation<T, D> dout(batch, sq);
+  randomize(x_q), randomize(x_k), randomize(x_v), randomize(dout);
+  padding_t pad(batch, skv);
+  std::bernoulli_distribution coin(0.3);
+  for (auto& v : pad) v = coin(rng()) ? 1 : 0;
+  argus::tensor<std::uint8_t, argus::shape<argus::seq<>, argus::seq<>>> pairs(sq, skv);
+  for (auto& v : pairs) v = coin(rng()) ? 1 : 0;
+  auto run = [&](auto... masks) {
+    auto tf = argus::forward_for_training(m, argus::fused, x_q, x_k, x_v, masks...);
+    auto tu = argus::forward_for_training(m, argus::unfused, x_q, x_k, x_v, masks...);
+    BOOST_TEST(max_rel_diff(tf.output(), tu.output()) < tol);
+    const auto gu = argus::backward(tu, dout, argus::unfused);
+    for (std::size_t threads : {1, 2, 3}) {
+      argus::set_num_threads(threads);
+      const auto gf = argus::backward(tf, dout, argus::fused);
+      const auto gf2 = argus::backward(tf, dout, argus::fused);
+      std::size_t i = 0;
+      std::vector<const T*> a, b, c;
+      std::vector<std::size_t> n;
+      for_each_tensor(
+          gf, [&](const char*, const auto& t) { a.push_back(t.data()), n.push_back(t.size()); });
+      for_each_tensor(gu, [&](const char*, const auto& t) { b.push_back(t.data()); });
+      for_each_tensor(gf2, [&](const char*, const auto& t) { c.push_back(t.data()); });
+      for_each_tensor(gf, [&](const char* name, const auto&) {
+        double worst = 0;
+        bool bitwise = true;
+        for (std::size_t e = 0; e < n[i]; ++e) {
+          const double x = a[i][e], y = b[i][e];
+          worst = std::isfinite(x) ? std::max(worst, std::abs(x - y) / (1 + std::abs(y))) : 1e300;
+          bitwise = bitwise && a[i][e] == c[i][e];
+        }
+        BOOST_TEST(worst < tol, name << ": fused vs unfused " << worst << " (D " << D << ", H " << H
+                                     << ", batch " << batch << ", seq_q " << sq << ", seq_kv "
+                                     << skv << ", mask " << mask_kind << ", threads " << threads
+                                     << ")");
+        BOOST_TEST(bitwise, name << ": two fused runs on " << threads << " threads differ");
+        ++i;
+      });
+    }
+    argus::set_num_threads(0);
+  };
+  switch (mask_kind) {
+    case 0:
+      run();
+      break;
+    case 1:
+      run(argus::causal);
+      break;
+    case 2:
+      run(argus::ignore_keys(pad));
+      break;
+    default:
+      run(argus::causal, argus::ignore_keys(pad), argus::ignore_where(pairs));
+      break;
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_backward_equals_unfused_backward) {
+  std::uniform_int_distribution<std::size_t> len(1, 150);
+  for (int mask_kind = 0; mask_kind < 4; ++mask_kind) {
+    const std::size_t sq = len(rng()), skv = len(rng());
+    fused_equals_unfused<double, 32, 4, argus::mha_options{}>(2, sq, skv, mask_kind, 1e-10);
+    fused_equals_unfused<double, 24, 6, argus::mha_options{.kv_heads = 2, .d_v = 5}>(
+        1, skv, sq, mask_kind, 1e-10);
+    fused_equals_unfused<float, 64, 2, argus::mha_options{.kv_heads = 1, .kdim = 40}>(
+        2, sq, skv, mask_kind, 2e-4);
+  }
+  // Tiles: lengths around the 64-row tiles, and a causal self-attention of several tiles.
+  fused_equals_unfused<double, 32, 2, argus::mha_options{}>(1, 64, 65, 1, 1e-10);
+  fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 200, 200, 1, 2e-4);
+  fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 130, 70, 3, 2e-4);
+}
+
+// A query whose keys are all ignored gets no gradient, and no key gets one from it.
+BOOST_AUTO_TEST_CASE(fully_masked_rows_give_zero_gradients) {
+  using M = argus::multi_head_attention<16, 2, argus::mha_options{}, float>;
+  M m;
+  randomize_module(m);
+  const std::size_t batch = 2, n = 70;
+  activation<float, 16> x(batch, n), dout(batch, n);
+  randomize(x), randomize(dout);
+  padding_t pad(batch, n);
+  for (std::size_t j = 0; j < n; ++j) pad(1, j) = 1;  // batch item 1 ignores every key
+  auto check = [&](auto policy) {
+    auto tape = argus::forward_for_training(m, policy, x, argus::ignore_keys(pad));
+    const auto g = argus::backward(tape, dout, policy);
+    bool zero = true, finite = true;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t c = 0; c < 16; ++c) {
+        zero = zero && g.x_q(1, i, c) == 0.0f && g.x_k(1, i, c) == 0.0f && g.x_v(1, i, c) == 0.0f;
+        finite = finite && std::isfinite(g.x_q(0, i, c)) && std::isfinite(g.x_k(0, i, c));
+      }
+    BOOST_TEST(zero, decltype(policy)::name);
+    BOOST_TEST(finite, decltype(policy)::name);
+    for (float v : g.w_q) BOOST_TEST_REQUIRE(std::isfinite(v));
+  };
+  check(argus::unfused);
+  check(argus::fused);
+}
+
+BOOST_AUTO_TEST_CASE(dout_of_another_run_time_extent_throws_shape_error) {
+  using M = argus::multi_head_attention<16, 2, argus::mha_options{}, float>;
+  M m;
+  activation<float, 16> x(2, 5), wrong_length(2, 6), wrong_batch(3, 5);
+  auto tape = argus::forward_for_training(m, argus::fused, x);
+  BOOST_CHECK_THROW((void)argus::backward(tape, wrong_length, argus::fused), argus::shape_error);
+  BOOST_CHECK_THROW((void)argus::backward(tape, wrong_batch, argus::unfused), argus::shape_error);
+  try {
+    (void)argus::backward(tape, wrong_length, argus::fused);
+  } catch (const argus::shape_error& e) {
+    BOOST_TEST(std::string(e.what()).find("the length of dout is 6") != std::string::npos,
+               e.what());
+  }
+}
+
+// Heads that start equal stay equal: with every head's slice of W_q, W_k, W_v, W_o and the
+// biases equal, every head's slice of every gradient is bitwise equal, under both policies
+// and any thread count (no kernel path rounds one head differently from another).
+BOOST_AUTO_TEST_CASE(heads_with_equal_weights_get_bitwise_equal_gradients) {
+  using M = argus::multi_head_attention<32, 4, argus::mha_options{.kv_heads = 2}, float>;
+  constexpr std::size_t dk = M::d_k, h = M::heads, g = M::kv_heads;
+  M m;
+  randomize_module(m);
+  for (std::size_t r = 0; r < 32; ++r)
+    for (std::size_t c = 0; c < dk; ++c) {
+      for (std::size_t i = 1; i < h; ++i)
+        m.w_q(r, i * dk + c) = m.w_q(r, c), m.w_o(i * dk + c, r) = m.w_o(c, r);
+      for (std::size_t i = 1; i < g; ++i)
+        m.w_k(r, i * dk + c) = m.w_k(r, c), m.w_v(r, i * dk + c) = m.w_v(r, c);
+    }
+  for (std::size_t c = 0; c < dk; ++c) {
+    for (std::size_t i = 1; i < h; ++i) m.b_q(i * dk + c) = m.b_q(c);
+    for (std::size_t i = 1; i < g; ++i) m.b_k(i * dk + c) = m.b_k(c), m.b_v(i * dk + c) = m.b_v(c);
+  }
+  activation<float, 32> x(2, 150), dout(2, 150);
+  randomize(x), randomize(dout);
+  auto check = [&](auto policy, std::size_t threads) {
+    argus::set_num_threads(threads);
+    auto tape = argus::forward_for_training(m, policy, x, argus::causal);
+    const auto d = argus::backward(tape, dout, policy);
+    bool equal = true;
+    for (std::size_t r = 0; r < 32; ++r)
+      for (std::size_t c = 0; c < dk; ++c) {
+        for (std::size_t i = 1; i < h; ++i)
+          equal =
+              equal && d.w_q(r, i * dk + c) == d.w_q(r, c) && d.w_o(i * dk + c, r) == d.w_o(c, r);
+        for (std::size_t i = 1; i < g; ++i)
+          equal =
+              equal && d.w_k(r, i * dk + c) == d.w_k(r, c) && d.w_v(r, i * dk + c) == d.w_v(r, c);
+      }
+    for (std::size_t c = 0; c < dk; ++c)
+      for (std::size_t i = 1; i < h; ++i) equal = equal && d.b_q(i * dk + c) == d.b_q(c);
+    BOOST_TEST(equal, decltype(policy)::name << " on " << threads << " threads");
+    argus::set_num_threads(0);
+  };
+  for (std::size_t threads : {1, 2, 3}) {
+    check(argus::unfused, threads);
+    check(argus::fused, threads);
+  }
+}
