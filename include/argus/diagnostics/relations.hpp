@@ -126,6 +126,8 @@ template <std::size_t PaddingBatch, std::size_t Batch>
 concept padding_batch_equals_batch = extents_may_agree<PaddingBatch, Batch>;
 
 // --- Named axes -----------------------------------------------------------------------
+// A relation that accepts one of several layouts is one atomic constraint, bool(a || b): a
+// compiler then reports the relation once, instead of explaining every alternative.
 
 /// An activation: (batch, seq, model).
 template <class S>
@@ -139,17 +141,17 @@ concept axes_are_batch_head_seq_seq = shape_has_axes<S, batch, head, seq, seq>;
 /// A projection input: (batch, seq, model), or split heads (batch, head, seq, head_dim).
 template <class S>
 concept axes_are_an_activation_or_split_heads =
-    axes_are_batch_seq_model<S> || axes_are_batch_head_seq_head_dim<S>;
+    bool(axes_are_batch_seq_model<S> || axes_are_batch_head_seq_head_dim<S>);
 /// A projection weight: stacked (model, model), or per head (head, model, head_dim).
 template <class S>
 concept axes_are_a_stacked_or_per_head_weight =
-    shape_has_axes<S, model, model> || shape_has_axes<S, head, model, head_dim>;
+    bool(shape_has_axes<S, model, model> || shape_has_axes<S, head, model, head_dim>);
 /// A stacked weight of a module: (model, model).
 template <class S>
 concept axes_are_a_stacked_weight = shape_has_axes<S, model, model>;
 /// A bias: (model) for a stacked weight, (head, head_dim) for a per-head one.
 template <class S>
-concept axes_are_a_bias = shape_has_axes<S, model> || shape_has_axes<S, head, head_dim>;
+concept axes_are_a_bias = bool(shape_has_axes<S, model> || shape_has_axes<S, head, head_dim>);
 /// A (seq_q, seq_kv) boolean or additive mask.
 template <class S>
 concept axes_are_seq_seq = shape_has_axes<S, seq, seq>;
