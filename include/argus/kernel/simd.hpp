@@ -108,7 +108,7 @@ struct simd {
   simd& operator+=(simd b) noexcept { v += b.v; return *this; }
   simd& operator*=(simd b) noexcept { v *= b.v; return *this; }
 
-  /// max(a, b) lane-wise; a NaN in b yields a (callers never feed NaN on purpose).
+  /// max(a, b) lane-wise, as the max instructions: where either is NaN, the result is b.
   friend simd max(simd a, simd b) noexcept { return {a.v > b.v ? a.v : b.v}; }
   /// Lane-wise choice: where m is set, a, else b.
   friend simd select(mask_type m, simd a, simd b) noexcept { return {m ? a.v : b.v}; }
@@ -187,6 +187,20 @@ inline simd<T> exp(simd<T> x) noexcept {
     for (std::size_t i = 0; i < V::width; ++i) r.v[i] = std::exp(x.v[i]);
     return r;
   }
+}
+
+/// Whether the n elements at x are all finite (no NaN, no infinity): x · 0 is 0 for finite x
+/// and NaN otherwise, so one FMA per register.
+template <class T>
+inline bool all_finite(const T* x, std::size_t n) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  V acc = V::zero();
+  std::size_t c = 0;
+  for (; c + w <= n; c += w) acc = fma(V::load(x + c), V::zero(), acc);
+  if (c < n) acc = fma(V::load_partial(x + c, n - c), V::zero(), acc);
+  const T sum = reduce_add(acc);
+  return sum == sum;
 }
 
 /// Scalar e^x with the same algorithm as the float vector version (tails of loops use it
