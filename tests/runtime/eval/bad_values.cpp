@@ -2,11 +2,10 @@
 // evaluator: fused (one and three threads, tiled and decode-shaped), unfused and the double
 // reference. Also: moved-from tensors are empty or rejected with shape_error, never a crash.
 #define BOOST_TEST_MODULE eval_bad_values
+#include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>
-
-#include "../../support/random_tensors.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -44,7 +43,9 @@ struct problem {
 struct result {
   std::string name;
   tensor<double, shape<batch<>, head<4>, seq<>, head_dim<12>>> out;  // (B,4,SEQ_Q,12)
-  double operator()(std::size_t b, std::size_t h, std::size_t i, std::size_t c) const { return out(b, h, i, c); }
+  double operator()(std::size_t b, std::size_t h, std::size_t i, std::size_t c) const {
+    return out(b, h, i, c);
+  }
 };
 
 template <class Src>
@@ -82,15 +83,17 @@ std::string row_kind(const result& r, std::size_t b, std::size_t h, std::size_t 
 }
 
 /// Every row of every evaluator has the kind expected(b, h, i) says.
-void expect_rows(const std::vector<result>& rs, std::size_t batch, std::size_t sq,
-                 const std::function<std::string(std::size_t, std::size_t, std::size_t)>& expected) {
+void expect_rows(
+    const std::vector<result>& rs, std::size_t batch, std::size_t sq,
+    const std::function<std::string(std::size_t, std::size_t, std::size_t)>& expected) {
   for (const result& r : rs)
     for (std::size_t b = 0; b < batch; ++b)
       for (std::size_t h = 0; h < 4; ++h)
         for (std::size_t i = 0; i < sq; ++i) {
           const std::string want = expected(b, h, i), got = row_kind(r, b, h, i);
           BOOST_TEST((want == got || (want == "finite" && got == "zero")),
-                     r.name << ": row (" << b << ", " << h << ", " << i << ") is " << got << ", expected " << want);
+                     r.name << ": row (" << b << ", " << h << ", " << i << ") is " << got
+                            << ", expected " << want);
         }
 }
 
@@ -100,8 +103,9 @@ void expect_equal(const std::vector<result>& got, const std::vector<result>& cle
   for (std::size_t e = 0; e < got.size(); ++e)
     for (std::size_t n = 0; n < got[e].out.size(); ++n) {
       const double x = got[e].out.data()[n], y = clean[e].out.data()[n];
-      BOOST_TEST(std::abs(x - y) <= 1e-4 * (1 + std::abs(y)), got[e].name << ": element " << n << " is " << x
-                                                                            << ", without the bad value " << y);
+      BOOST_TEST(
+          std::abs(x - y) <= 1e-4 * (1 + std::abs(y)),
+          got[e].name << ": element " << n << " is " << x << ", without the bad value " << y);
     }
 }
 
@@ -126,7 +130,8 @@ BOOST_AUTO_TEST_CASE(a_nan_query_row_gives_a_nan_output_row) {
       });
       // With every key of item 0 padded, row (0, 0, 2) depends on nothing: zero.
       for (std::size_t j = 0; j < c.skv; ++j) pad(0, j) = 1;
-      const auto masked = every_evaluator(attend(softmax(mask(scores(p.q, p.k), ignore_keys(pad))), p.v));
+      const auto masked =
+          every_evaluator(attend(softmax(mask(scores(p.q, p.k), ignore_keys(pad))), p.v));
       expect_rows(masked, c.batch, c.sq, [](std::size_t b, std::size_t h, std::size_t i) {
         return b == 0 ? "zero" : (h == 2 && i == 1) ? "nan" : "finite";
       });
@@ -162,10 +167,13 @@ BOOST_AUTO_TEST_CASE(a_padded_key_contributes_nothing_whatever_its_rows_hold) {
         problem p(c.batch, c.sq, c.skv);
         tensor<std::uint8_t, shape<batch<>, seq<>>> pad(c.batch, c.skv);  // (B,SEQ_KV)
         for (std::size_t j : {std::size_t(0), std::size_t(7), c.skv - 1}) pad(1, j) = 1;
-        const auto clean = every_evaluator(attend(softmax(mask(scores(p.q, p.k), ignore_keys(pad))), p.v));
+        const auto clean =
+            every_evaluator(attend(softmax(mask(scores(p.q, p.k), ignore_keys(pad))), p.v));
         for (std::size_t j : {std::size_t(0), std::size_t(7), c.skv - 1})
-          for (std::size_t g = 0; g < 2; ++g) p.k(1, g, j, 3) = bad, p.v(1, g, j, 4) = bad, p.v(1, g, j, 11) = bad;
-        const auto rs = every_evaluator(attend(softmax(mask(scores(p.q, p.k), ignore_keys(pad))), p.v));
+          for (std::size_t g = 0; g < 2; ++g)
+            p.k(1, g, j, 3) = bad, p.v(1, g, j, 4) = bad, p.v(1, g, j, 11) = bad;
+        const auto rs =
+            every_evaluator(attend(softmax(mask(scores(p.q, p.k), ignore_keys(pad))), p.v));
         expect_equal(rs, clean);
       }
     }
@@ -181,7 +189,7 @@ BOOST_AUTO_TEST_CASE(a_key_masked_for_some_queries_contributes_nothing_to_them) 
       for (std::size_t i = 0; i < c.sq; ++i)
         if (i % 2 == 0) pairs(i, 1) = true, add(i, 1) = -inf_f;  // even queries ignore key 1
       p.v(0, 0, 1, 6) = nan_f;                                   // V row of key 1, group 0, item 0
-      p.v(0, 0, 2, 7) = nan_f;                                   // key 2: causal hides it from queries 0, 1
+      p.v(0, 0, 2, 7) = nan_f;  // key 2: causal hides it from queries 0, 1
       // Row (0, h < 2, i) depends on key 1 iff i is odd and on key 2 iff i >= 2; only the NaN
       // columns (6 and 7) are NaN, so check those columns.
       auto expect = [&](const std::vector<result>& rs) {
@@ -189,18 +197,24 @@ BOOST_AUTO_TEST_CASE(a_key_masked_for_some_queries_contributes_nothing_to_them) 
           for (std::size_t h = 0; h < 4; ++h)
             for (std::size_t i = 0; i < c.sq; ++i) {
               const bool sees1 = h < 2 && i % 2 == 1, sees2 = h < 2 && i >= 2;
-              BOOST_TEST(std::isnan(r(0, h, i, 6)) == sees1, r.name << " row " << h << ", " << i << " column 6");
-              BOOST_TEST(std::isnan(r(0, h, i, 7)) == sees2, r.name << " row " << h << ", " << i << " column 7");
-              BOOST_TEST(std::isfinite(r(0, h, i, 0)), r.name << " row " << h << ", " << i << " column 0");
+              BOOST_TEST(std::isnan(r(0, h, i, 6)) == sees1,
+                         r.name << " row " << h << ", " << i << " column 6");
+              BOOST_TEST(std::isnan(r(0, h, i, 7)) == sees2,
+                         r.name << " row " << h << ", " << i << " column 7");
+              BOOST_TEST(std::isfinite(r(0, h, i, 0)),
+                         r.name << " row " << h << ", " << i << " column 0");
             }
       };
-      expect(every_evaluator(attend(softmax(mask(scores(p.q, p.k), causal, ignore_where(pairs))), p.v)));
-      expect(every_evaluator(attend(softmax(mask(scores(p.q, p.k), causal, add_to_scores(add))), p.v)));
+      expect(every_evaluator(
+          attend(softmax(mask(scores(p.q, p.k), causal, ignore_where(pairs))), p.v)));
+      expect(every_evaluator(
+          attend(softmax(mask(scores(p.q, p.k), causal, add_to_scores(add))), p.v)));
     }
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_bad_value_of_an_unmasked_key_reaches_its_column_even_when_its_weight_underflows) {
+BOOST_AUTO_TEST_CASE(
+    a_bad_value_of_an_unmasked_key_reaches_its_column_even_when_its_weight_underflows) {
   problem p(1, 5, 90);
   randomize(p.q, 30.0), randomize(p.k, 30.0);  // logits of order 1e4: most weights underflow to 0
   p.v(0, 1, 40, 9) = nan_f;
@@ -210,7 +224,8 @@ BOOST_AUTO_TEST_CASE(a_bad_value_of_an_unmasked_key_reaches_its_column_even_when
       for (std::size_t i = 0; i < 5; ++i)
         for (std::size_t col = 0; col < 12; ++col) {
           const bool bad = (h >= 2 && col == 9) || (h < 2 && col == 2);
-          BOOST_TEST(std::isfinite(r(0, h, i, col)) == !bad, r.name << " (" << h << ", " << i << ", " << col << ")");
+          BOOST_TEST(std::isfinite(r(0, h, i, col)) == !bad,
+                     r.name << " (" << h << ", " << i << ", " << col << ")");
         }
 }
 
@@ -219,7 +234,7 @@ BOOST_AUTO_TEST_CASE(additive_masks_nan_and_plus_inf_poison_the_row_minus_inf_ig
   tensor<float, shape<seq<>, seq<>>> add(6, 20);  // (SEQ_Q,SEQ_KV)
   add(1, 3) = nan_f, add(2, 19) = inf_f;
   for (std::size_t j = 0; j < 20; ++j) add(4, j) = -inf_f;  // query 4 ignores every key
-  add(5, 0) = -inf_f;                                        // query 5 ignores key 0
+  add(5, 0) = -inf_f;                                       // query 5 ignores key 0
   const auto rs = every_evaluator(attend(softmax(mask(scores(p.q, p.k), add_to_scores(add))), p.v));
   expect_rows(rs, 1, 6, [](std::size_t, std::size_t, std::size_t i) {
     return i == 1 || i == 2 ? "nan" : i == 4 ? "zero" : "finite";
@@ -232,13 +247,15 @@ BOOST_AUTO_TEST_CASE(additive_masks_nan_and_plus_inf_poison_the_row_minus_inf_ig
   add(5, 0) = 0;
   // -inf added == the pair ignored (add is now all zeros).
   add(5, 0) = -inf_f;
-  const auto with_add = every_evaluator(attend(softmax(mask(scores(p.q, p.k), add_to_scores(add))), p.v));
-  const auto with_pairs =
-      every_evaluator(attend(softmax(mask(scores(p.q, p.k), ignore_where(pairs), add_to_scores(add))), p.v));
+  const auto with_add =
+      every_evaluator(attend(softmax(mask(scores(p.q, p.k), add_to_scores(add))), p.v));
+  const auto with_pairs = every_evaluator(
+      attend(softmax(mask(scores(p.q, p.k), ignore_where(pairs), add_to_scores(add))), p.v));
   for (std::size_t e = 0; e < with_add.size(); ++e)
     for (std::size_t h = 0; h < 4; ++h)
       for (std::size_t col = 0; col < 12; ++col)
-        BOOST_TEST(std::abs(with_add[e](0, h, 5, col) - with_pairs[e](0, h, 5, col)) <= 1e-5, with_add[e].name);
+        BOOST_TEST(std::abs(with_add[e](0, h, 5, col) - with_pairs[e](0, h, 5, col)) <= 1e-5,
+                   with_add[e].name);
 }
 
 BOOST_AUTO_TEST_CASE(fully_masked_rows_have_zero_weights_and_zero_output) {
@@ -259,7 +276,8 @@ BOOST_AUTO_TEST_CASE(fully_masked_rows_have_zero_weights_and_zero_output) {
 
 BOOST_AUTO_TEST_CASE(softmax_rows_nan_plus_inf_and_fully_masked) {
   const float m = -inf_f;
-  float rows[4][5] = {{m, nan_f, m, m, m}, {1, 2, inf_f, 0, 0}, {m, m, m, m, m}, {0, m, 1e4f, -1e4f, 3}};
+  float rows[4][5] = {
+      {m, nan_f, m, m, m}, {1, 2, inf_f, 0, 0}, {m, m, m, m, m}, {0, m, 1e4f, -1e4f, 3}};
   kernel::softmax_rows(&rows[0][0], 4, 5, 5);
   for (float x : rows[0]) BOOST_TEST(std::isnan(x));
   for (float x : rows[1]) BOOST_TEST(std::isnan(x));
@@ -292,7 +310,7 @@ BOOST_AUTO_TEST_CASE(a_moved_from_tensor_with_run_time_extents_is_empty) {
 
 BOOST_AUTO_TEST_CASE(evaluating_a_moved_from_static_tensor_throws_shape_error) {
   using s = shape<batch<1>, head<2>, seq<6>, head_dim<4>>;  // every extent static
-  tensor<float, s> q, k, v;                                  // (1,2,6,4)
+  tensor<float, s> q, k, v;                                 // (1,2,6,4)
   randomize(q), randomize(k), randomize(v);
   tensor<float, s> taken = std::move(k);
   BOOST_TEST(k.extent(2) == 6u);
@@ -313,7 +331,8 @@ BOOST_AUTO_TEST_CASE(evaluating_a_moved_from_static_tensor_throws_shape_error) {
   BOOST_CHECK_EXCEPTION(evaluate_reference(m), shape_error, names_moved_from);
   tensor<float, s> out;
   auto out2 = std::move(out);
-  BOOST_CHECK_EXCEPTION(evaluate(attend(softmax(scores(q, taken)), v), fused, out), shape_error, names_moved_from);
+  BOOST_CHECK_EXCEPTION(evaluate(attend(softmax(scores(q, taken)), v), fused, out), shape_error,
+                        names_moved_from);
   // Assigned a value again, it is usable (in expressions built afterwards: an expression
   // holds the view it was built with).
   k = taken;

@@ -5,11 +5,12 @@
 // with exact ties, denormal, and with NaN/Inf placed in Q, K, V, the additive mask and the
 // rows of padded keys. Every evaluator must agree with the reference on which outputs are
 // finite (docs/reference/semantics.md) and, where they are, within a tolerance derived from
-// the case (docs/reliability.md).
+// the case (tests/support/agreement.hpp, docs/reliability.md).
 //
 //   ARGUS_DIFF_CASES=10000 ./unit.eval.differential   long mode (default 300 cases)
 //   ARGUS_DIFF_SEED=<seed> ./unit.eval.differential   replays one case, as printed on failure
 #define BOOST_TEST_MODULE eval_differential
+#include "../../support/agreement.hpp"
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -39,9 +40,10 @@ struct cfg {
 };
 // The paper's heads, grouped-query (2 and 4 query heads per K/V head), d_k != d_v, the
 // d = 128 fast path, odd widths, and double.
-using configs = std::tuple<cfg<float, 8, 8, 64, 64>, cfg<float, 4, 2, 16, 16>, cfg<float, 8, 2, 8, 12>,
-                           cfg<float, 4, 1, 12, 20>, cfg<float, 2, 2, 128, 128>, cfg<float, 3, 3, 5, 3>,
-                           cfg<double, 4, 2, 8, 8>, cfg<double, 3, 1, 4, 6>>;
+using configs =
+    std::tuple<cfg<float, 8, 8, 64, 64>, cfg<float, 4, 2, 16, 16>, cfg<float, 8, 2, 8, 12>,
+               cfg<float, 4, 1, 12, 20>, cfg<float, 2, 2, 128, 128>, cfg<float, 3, 3, 5, 3>,
+               cfg<double, 4, 2, 8, 8>, cfg<double, 3, 1, 4, 6>>;
 
 std::optional<std::uint64_t> env_number(const char* name) {
   const char* s = std::getenv(name);
@@ -60,10 +62,14 @@ std::uint64_t case_seed(std::uint64_t n) {
 enum class values { normal, large_logits, ties, denormal };
 const char* name(values v) {
   switch (v) {
-    case values::normal: return "normal";
-    case values::large_logits: return "logits of +-1e4";
-    case values::ties: return "exact ties";
-    default: return "denormal";
+    case values::normal:
+      return "normal";
+    case values::large_logits:
+      return "logits of +-1e4";
+    case values::ties:
+      return "exact ties";
+    default:
+      return "denormal";
   }
 }
 
@@ -79,58 +85,23 @@ struct problem {
   using q_shape = shape<batch<>, head<C::heads>, seq<>, head_dim<C::d_k>>;
   using k_shape = shape<batch<>, head<C::kv_heads>, seq<>, head_dim<C::d_k>>;
   using v_shape = shape<batch<>, head<C::kv_heads>, seq<>, head_dim<C::d_v>>;
-  tensor<T, q_shape> q;                           // (B,H,SEQ_Q,D_K)
-  tensor<T, k_shape> k;                           // (B,G,SEQ_KV,D_K)
-  tensor<T, v_shape> v;                           // (B,G,SEQ_KV,D_V)
+  tensor<T, q_shape> q;                             // (B,H,SEQ_Q,D_K)
+  tensor<T, k_shape> k;                             // (B,G,SEQ_KV,D_K)
+  tensor<T, v_shape> v;                             // (B,G,SEQ_KV,D_V)
   tensor<std::uint8_t, shape<batch<>, seq<>>> pad;  // (B,SEQ_KV)
-  tensor<bool, shape<seq<>, seq<>>> pairs;        // (SEQ_Q,SEQ_KV)
-  tensor<T, shape<seq<>, seq<>>> add;             // (SEQ_Q,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> pairs;          // (SEQ_Q,SEQ_KV)
+  tensor<T, shape<seq<>, seq<>>> add;               // (SEQ_Q,SEQ_KV)
   problem(std::size_t b, std::size_t sq, std::size_t skv)
       : q(b, sq), k(b, skv), v(b, skv), pad(b, skv), pairs(sq, skv), add(sq, skv) {}
 };
-
-/// max |x| over the finite elements of t.
-template <class Tensor>
-double max_abs(const Tensor& t) {
-  double m = 0;
-  for (auto x : t)
-    if (std::isfinite(double(x))) m = std::max(m, std::abs(double(x)));
-  return m;
-}
-
-/// Compares got (an evaluator's result) with the reference: the same outputs finite, and
-/// within tol where finite.
-template <class G, class R>
-void compare(const char* evaluator, const G& got, const R& ref, double tol, case_report& rep) {
-  std::size_t finite_mismatch = 0, value_mismatch = 0;
-  double worst = 0;
-  std::size_t first = got.size();
-  for (std::size_t n = 0; n < got.size(); ++n) {
-    const double x = double(got.data()[n]), y = ref.data()[n];
-    if (std::isfinite(x) != std::isfinite(y)) {
-      if (finite_mismatch++ == 0 && first == got.size()) first = n;
-      continue;
-    }
-    if (!std::isfinite(y)) continue;
-    const double d = std::abs(x - y);
-    if (d > tol) {
-      if (value_mismatch++ == 0 && first == got.size()) first = n;
-      worst = std::max(worst, d);
-    }
-  }
-  if (finite_mismatch == 0 && value_mismatch == 0) return;
-  rep.failed = true;
-  rep.text << "\n  " << evaluator << ": " << finite_mismatch << " outputs finite where the reference is not (or"
-           << " the reverse), " << value_mismatch << " further than " << tol << " (worst " << worst
-           << "); first at flat index " << first << ": " << double(got.data()[first]) << " vs reference "
-           << ref.data()[first];
-}
 
 template <class C>
 void run_case(std::mt19937_64& g, case_report& rep) {
   using T = typename C::value_type;
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  auto uniform = [&](std::size_t lo, std::size_t hi) { return std::uniform_int_distribution<std::size_t>(lo, hi)(g); };
+  auto uniform = [&](std::size_t lo, std::size_t hi) {
+    return std::uniform_int_distribution<std::size_t>(lo, hi)(g);
+  };
   auto chance = [&](double p) { return unit(g) < p; };
 
   // Extents: mostly short (squared skew), some decode-shaped, some anywhere in 1..300; the
@@ -139,7 +110,8 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   std::size_t sq, skv;
   const double shape_draw = unit(g);
   if (shape_draw < 0.6) {
-    sq = 1 + std::size_t(299 * std::pow(unit(g), 2)), skv = 1 + std::size_t(299 * std::pow(unit(g), 2));
+    sq = 1 + std::size_t(299 * std::pow(unit(g), 2)),
+    skv = 1 + std::size_t(299 * std::pow(unit(g), 2));
   } else if (shape_draw < 0.8) {
     sq = uniform(1, 16), skv = uniform(256, 300);
   } else {
@@ -148,12 +120,16 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   const double budget = 2e7;
   while (double(b) * C::heads * sq * skv * (C::d_k + C::d_v) > budget) (sq > skv ? sq : skv) /= 2;
   const values kind = values(uniform(0, 3));
-  const int form = int(uniform(0, 3));  // 0 no mask, 1 causal + padding, 2 all four, 3 all four, merged
+  const int form =
+      int(uniform(0, 3));  // 0 no mask, 1 causal + padding, 2 all four, 3 all four, merged
   const std::size_t threads = uniform(1, 3);
-  rep.text << "config (" << (std::is_same_v<T, float> ? "float" : "double") << ", heads " << C::heads
-           << ", kv_heads " << C::kv_heads << ", d_k " << C::d_k << ", d_v " << C::d_v << "), batch " << b
-           << ", seq_q " << sq << ", seq_kv " << skv << ", values " << name(kind) << ", masks "
-           << (form == 0 ? "none" : form == 1 ? "causal + ignore_keys" : "all four")
+  rep.text << "config (" << (std::is_same_v<T, float> ? "float" : "double") << ", heads "
+           << C::heads << ", kv_heads " << C::kv_heads << ", d_k " << C::d_k << ", d_v " << C::d_v
+           << "), batch " << b << ", seq_q " << sq << ", seq_kv " << skv << ", values "
+           << name(kind) << ", masks "
+           << (form == 0   ? "none"
+               : form == 1 ? "causal + ignore_keys"
+                           : "all four")
            << (form == 3 ? " (merged heads)" : "") << ", fused on " << threads << " threads";
 
   problem<C> p(b, sq, skv);
@@ -161,8 +137,10 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   const double qk_scale = kind == values::large_logits ? 100.0 : 1.0;  // logit std ~ scale^2
   auto fill = [&](auto& t, double s) {
     for (auto& x : t) {
-      if (kind == values::ties) x = T(double(uniform(0, 2)) - 1.0);
-      else x = T(s * normal(g));
+      if (kind == values::ties)
+        x = T(double(uniform(0, 2)) - 1.0);
+      else
+        x = T(s * normal(g));
     }
   };
   fill(p.q, qk_scale), fill(p.k, qk_scale), fill(p.v, 1.0);
@@ -193,10 +171,18 @@ void run_case(std::mt19937_64& g, case_report& rep) {
     for (std::size_t n = 0; n < count; ++n) {
       const T bad = bad_values[uniform(0, 2)];
       switch (uniform(0, form >= 2 ? 3 : 2)) {
-        case 0: p.q.data()[uniform(0, p.q.size() - 1)] = bad; break;
-        case 1: p.k.data()[uniform(0, p.k.size() - 1)] = bad; break;
-        case 2: p.v.data()[uniform(0, p.v.size() - 1)] = bad; break;
-        default: p.add.data()[uniform(0, p.add.size() - 1)] = bad; break;
+        case 0:
+          p.q.data()[uniform(0, p.q.size() - 1)] = bad;
+          break;
+        case 1:
+          p.k.data()[uniform(0, p.k.size() - 1)] = bad;
+          break;
+        case 2:
+          p.v.data()[uniform(0, p.v.size() - 1)] = bad;
+          break;
+        default:
+          p.add.data()[uniform(0, p.add.size() - 1)] = bad;
+          break;
       }
       ++placed;
     }
@@ -212,24 +198,7 @@ void run_case(std::mt19937_64& g, case_report& rep) {
           }
   rep.text << ", " << placed << " bad values placed";
 
-  // Tolerance: a logit's rounding error is at most u (d_k + 2) |scale| sum|q||k| (+ u |a|);
-  // each weight then carries a relative error of about twice that, and the weighted sum adds
-  // u (seq_kv + d_v + 16) of max|v| (products, sums and the exponential's few ulp).
-  const double u = std::numeric_limits<T>::epsilon() / 2;
-  const T scale = T(1) / std::sqrt(T(C::d_k));
-  double logit_bound = 0;
-  for (std::size_t bb = 0; bb < b; ++bb)
-    for (std::size_t h = 0; h < C::heads; ++h)
-      for (std::size_t i = 0; i < sq; ++i)
-        for (std::size_t j = 0; j < skv; ++j) {
-          double s = 0;
-          for (std::size_t c = 0; c < C::d_k; ++c)
-            s += std::abs(double(p.q(bb, h, i, c)) * double(p.k(bb, h / (C::heads / C::kv_heads), j, c)));
-          if (std::isfinite(s)) logit_bound = std::max(logit_bound, double(scale) * s);
-        }
-  const double delta = u * ((C::d_k + 2) * logit_bound + 2 * max_abs(p.add) + 4);
-  const double tol = max_abs(p.v) * (3 * delta + u * double(skv + C::d_v + 16)) +
-                     64 * double(std::numeric_limits<T>::denorm_min());
+  const double tol = test::attention_tolerance<T>(p.q, p.k, p.v, test::max_abs_finite(p.add));
 
   auto run = [&](const auto& e) {
     const auto ref = evaluate_reference(e);
@@ -237,19 +206,30 @@ void run_case(std::mt19937_64& g, case_report& rep) {
     const auto f = evaluate(e, fused);
     set_num_threads(0);
     const auto un = evaluate(e, unfused);
-    compare("fused", f, ref, tol, rep);
-    compare("unfused", un, ref, tol, rep);
+    for (const auto& [evaluator, diff] : {std::pair{"fused", test::disagreement(f, ref, tol)},
+                                          std::pair{"unfused", test::disagreement(un, ref, tol)}})
+      if (!diff.empty()) {
+        rep.failed = true;
+        rep.text << "\n  " << evaluator << ": " << diff;
+      }
   };
   const auto s = scores(p.q, p.k);
   switch (form) {
-    case 0: run(attend(softmax(s), p.v)); break;
-    case 1: run(attend(softmax(mask(s, causal, ignore_keys(p.pad))), p.v)); break;
+    case 0:
+      run(attend(softmax(s), p.v));
+      break;
+    case 1:
+      run(attend(softmax(mask(s, causal, ignore_keys(p.pad))), p.v));
+      break;
     case 2:
-      run(attend(softmax(mask(s, ignore_where(p.pairs), add_to_scores(p.add), causal, ignore_keys(p.pad))), p.v));
+      run(attend(
+          softmax(mask(s, ignore_where(p.pairs), add_to_scores(p.add), causal, ignore_keys(p.pad))),
+          p.v));
       break;
     default:
-      run(merge_heads(
-          attend(softmax(mask(s, add_to_scores(p.add), ignore_keys(p.pad), ignore_where(p.pairs), causal)), p.v)));
+      run(merge_heads(attend(
+          softmax(mask(s, add_to_scores(p.add), ignore_keys(p.pad), ignore_where(p.pairs), causal)),
+          p.v)));
       break;
   }
 }
@@ -266,7 +246,8 @@ void dispatch(std::size_t config, std::mt19937_64& g, case_report& rep) {
 bool run_seed(std::uint64_t seed, std::size_t* failures) {
   std::mt19937_64 g(seed);
   case_report rep;
-  dispatch(std::uniform_int_distribution<std::size_t>(0, std::tuple_size_v<configs> - 1)(g), g, rep);
+  dispatch(std::uniform_int_distribution<std::size_t>(0, std::tuple_size_v<configs> - 1)(g), g,
+           rep);
   if (rep.failed) {
     ++*failures;
     BOOST_ERROR("differential case with seed " << seed << " failed: " << rep.text.str()
