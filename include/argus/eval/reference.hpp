@@ -246,7 +246,9 @@ struct evaluator {
           for (std::size_t j = 0; j < r.ext[3]; ++j) {
             double acc = 0;
             for (std::size_t k = 0; k < p.ext[3]; ++k)
-              if (!key_ignored(b, i, k)) acc += p.at(b, h, i, k) * v.at(b, h / group, k, j);
+              // A NaN weight is a NaN row (a NaN or +inf logit): it reaches every column.
+              if (!key_ignored(b, i, k) || std::isnan(p.at(b, h, i, k)))
+                acc += p.at(b, h, i, k) * v.at(b, h / group, k, j);
             r.at(b, h, i, j) = acc;
           }
     return r;

@@ -358,11 +358,23 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
         key_ignore != nullptr && std::any_of(key_ignore + j0, key_ignore + j0 + nk, [](std::uint8_t x) { return x != 0; });
     const T* vt = v_base + j0 * p.v_row;
     std::size_t v_row = p.v_row;
-    // A tile some mask may touch: find its V rows that are not finite (see the header).
+    // The V rows of keys some mask may ignore for some row of the item (padded keys, keys past
+    // a row's causal reach, or any key under a pair or additive mask): one accumulator over
+    // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
     unclean.rows.clear();
-    if (any_key_ignored || p.ignore != nullptr || p.additive != nullptr || (p.causal && j0 + nk - 1 > min_query))
+    const bool pairwise = p.ignore != nullptr || p.additive != nullptr;
+    const bool crosses = p.causal && j0 + nk - 1 > min_query;
+    if (pairwise || crosses || any_key_ignored) {
+      auto may_be_ignored = [&](std::size_t j) {
+        return pairwise || (crosses && j0 + j > min_query) || (any_key_ignored && key_ignore[j0 + j] != 0);
+      };
+      simd<T> seen = simd<T>::zero();
       for (std::size_t j = 0; j < nk; ++j)
-        if (!all_finite(vt + j * p.v_row, p.d_v)) unclean.rows.push_back(j);
+        if (may_be_ignored(j)) seen = accumulate_non_finite(vt + j * p.v_row, p.d_v, seen);
+      if (!saw_only_finite(seen))
+        for (std::size_t j = 0; j < nk; ++j)
+          if (may_be_ignored(j) && !all_finite(vt + j * p.v_row, p.d_v)) unclean.rows.push_back(j);
+    }
     if (!unclean.rows.empty()) {
       unclean.clean.assign(nk * it.dvp, T(0));
       for (std::size_t j = 0, u = 0; j < nk; ++j) {

@@ -189,18 +189,29 @@ inline simd<T> exp(simd<T> x) noexcept {
   }
 }
 
-/// Whether the n elements at x are all finite (no NaN, no infinity): x · 0 is 0 for finite x
-/// and NaN otherwise, so one FMA per register.
+/// acc + x · 0 lane-wise over the n elements at x: lanes stay 0 while the elements are
+/// finite and become NaN at a NaN or an infinity. One FMA per register.
 template <class T>
-inline bool all_finite(const T* x, std::size_t n) noexcept {
+inline simd<T> accumulate_non_finite(const T* x, std::size_t n, simd<T> acc) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width;
-  V acc = V::zero();
   std::size_t c = 0;
   for (; c + w <= n; c += w) acc = fma(V::load(x + c), V::zero(), acc);
   if (c < n) acc = fma(V::load_partial(x + c, n - c), V::zero(), acc);
+  return acc;
+}
+
+/// Whether an accumulator of accumulate_non_finite saw only finite elements.
+template <class T>
+inline bool saw_only_finite(simd<T> acc) noexcept {
   const T sum = reduce_add(acc);
   return sum == sum;
+}
+
+/// Whether the n elements at x are all finite (no NaN, no infinity).
+template <class T>
+inline bool all_finite(const T* x, std::size_t n) noexcept {
+  return saw_only_finite(accumulate_non_finite(x, n, simd<T>::zero()));
 }
 
 /// Scalar e^x with the same algorithm as the float vector version (tails of loops use it
