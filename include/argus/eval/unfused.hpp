@@ -285,9 +285,12 @@ auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignor
   if (ignores != nullptr) {
     bool any = false;
     unclean.resize(batch * kvh);
-    for (std::size_t pg = 0; pg < batch * kvh; ++pg)
+    for (std::size_t pg = 0; pg < batch * kvh; ++pg) {
+      const T* plane = vp + pg * skv * dv;
+      if (kernel::all_finite(plane, skv * dv)) continue;
       for (std::size_t j = 0; j < skv; ++j)
-        if (!kernel::all_finite(vp + (pg * skv + j) * dv, dv)) unclean[pg].push_back(j), any = true;
+        if (!kernel::all_finite(plane + j * dv, dv)) unclean[pg].push_back(j), any = true;
+    }
     if (any) {
       clean.assign(vp, vp + v.view.size());
       for (std::size_t pg = 0; pg < batch * kvh; ++pg)

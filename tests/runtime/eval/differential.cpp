@@ -7,7 +7,7 @@
 // finite (docs/reference/semantics.md) and, where they are, within a tolerance derived from
 // the case (tests/support/agreement.hpp, docs/reliability.md).
 //
-//   ARGUS_DIFF_CASES=10000 ./unit.eval.differential   long mode (default 300 cases)
+//   ARGUS_DIFF_CASES=10000 ./unit.eval.differential   long mode (default 200 cases)
 //   ARGUS_DIFF_SEED=<seed> ./unit.eval.differential   replays one case, as printed on failure
 //                                                      (--log_level=message shows what it drew)
 #define BOOST_TEST_MODULE eval_differential
@@ -118,7 +118,7 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   } else {
     sq = uniform(1, 300), skv = uniform(1, 300);
   }
-  const double budget = 2e7;
+  const double budget = 8e6;
   while (double(b) * C::heads * sq * skv * (C::d_k + C::d_v) > budget) (sq > skv ? sq : skv) /= 2;
   const values kind = values(uniform(0, 3));
   const int form =
@@ -266,7 +266,7 @@ BOOST_AUTO_TEST_CASE(fused_unfused_and_reference_agree_on_random_problems) {
     BOOST_TEST(run_seed(*seed, &failures, true));
     return;
   }
-  const std::size_t cases = env_number("ARGUS_DIFF_CASES").value_or(300);
+  const std::size_t cases = env_number("ARGUS_DIFF_CASES").value_or(200);
   for (std::size_t n = 0; n < cases && failures < 10; ++n) run_seed(case_seed(n), &failures);
   BOOST_TEST_MESSAGE(cases << " differential cases, " << failures << " failed");
   BOOST_TEST(failures == 0u);
