@@ -247,7 +247,8 @@ void dispatch(std::size_t config, std::mt19937_64& g, case_report& rep) {
 bool run_seed(std::uint64_t seed, std::size_t* failures, bool verbose = false) {
   std::mt19937_64 g(seed);
   case_report rep;
-  dispatch(std::uniform_int_distribution<std::size_t>(0, std::tuple_size_v<configs> - 1)(g), g, rep);
+  dispatch(std::uniform_int_distribution<std::size_t>(0, std::tuple_size_v<configs> - 1)(g), g,
+           rep);
   if (verbose) BOOST_TEST_MESSAGE("case of seed " << seed << ": " << rep.text.str());
   if (rep.failed) {
     ++*failures;
