@@ -2,8 +2,9 @@
 #
 #   make demo        install missing Debian packages, build and run examples/00_demo.cpp
 #   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan: unit and golden;
-#                    TSan: the threaded tests (label threads)
-#   make test-gcc | test-clang | test-asan | test-tsan    one configuration (configure, build, ctest)
+#                    TSan: the threaded tests (label threads); the libFuzzer target for 30 s
+#   make test-gcc | test-clang | test-asan | test-tsan | test-fuzz    one configuration
+#   make fuzz        the libFuzzer target for FUZZ_SECONDS (default 3600), sanitizers on
 #   make bench       Release build of bench/, then bench/run.py (make bench-quick: under 5 minutes)
 #   make deps        install the missing Debian packages (apt-get; sudo when not root)
 #   make clean       remove build/
@@ -13,20 +14,21 @@
 
 SHELL := /bin/bash
 JOBS ?= 2
-# Debian 12 packages the build, the tests (clang-format, clang-tidy: labels format, tidy) and
-# bench/ (compare.py needs numpy and scipy) use; nlohmann-json3-dev (safetensors headers) and
-# libstb-dev (PNG) serve argus/io and argus/viz.
-DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 cmake ninja-build libboost-dev \
-        libboost-test-dev libbenchmark-dev libbenchmark-tools libeigen3-dev python3-matplotlib \
-        python3-numpy python3-scipy nlohmann-json3-dev libstb-dev
+# Debian 12 packages the build, the tests (clang-format, clang-tidy: labels format, tidy;
+# libFuzzer: label fuzz) and bench/ (compare.py needs numpy and scipy) use; nlohmann-json3-dev
+# (safetensors headers) and libstb-dev (PNG) serve argus/io and argus/viz.
+DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 libfuzzer-14-dev cmake ninja-build \
+        libboost-dev libboost-test-dev libbenchmark-dev libbenchmark-tools libeigen3-dev \
+        python3-matplotlib python3-numpy python3-scipy nlohmann-json3-dev libstb-dev
 
 # One configuration at a time: never let `make -j` run two presets at once.
 .NOTPARALLEL:
-.PHONY: help deps demo test test-gcc test-clang test-asan test-tsan bench bench-quick clean
+.PHONY: help deps demo test test-gcc test-clang test-asan test-tsan test-fuzz fuzz bench \
+        bench-quick clean
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,13p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@if ! command -v dpkg-query >/dev/null; then \
@@ -57,7 +59,8 @@ endef
 # The CI suite, kept well under 20 minutes from cold on 2 cores: everything with GCC; with
 # Clang the compile-time checks (compile-fail tests, static tests, every header alone), which
 # are what differs between compilers; unit and golden tests under ASan+UBSan; the tests that
-# use the thread pool (label threads) under TSan, whose preset builds only those.
+# use the thread pool (label threads) under TSan, whose preset builds only those; the libFuzzer
+# target for 30 s (Clang, ASan+UBSan).
 # `make test-clang` runs the whole suite with Clang as well.
 test: deps
 	$(call run_preset,gcc)
@@ -67,6 +70,7 @@ test: deps
 	ctest --preset clang -j $(JOBS) -R '^(static|headers)$$'
 	$(call run_preset,asan)
 	$(call run_preset,tsan)
+	$(call run_preset,fuzz)
 
 test-gcc: deps
 	$(call run_preset,gcc)
@@ -79,6 +83,20 @@ test-asan: deps
 
 test-tsan: deps
 	$(call run_preset,tsan)
+
+test-fuzz: deps
+	$(call run_preset,fuzz)
+
+# The long fuzzing run: FUZZ_SECONDS of tests/fuzz/attention_fuzzer.cpp, one job; the corpus
+# it grows stays in build/fuzz/tests/fuzz/corpus/ for the next run.
+FUZZ_SECONDS ?= 3600
+fuzz: deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ./build/fuzz/tests/fuzz/fuzz.attention_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
+	  -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/tests/fuzz/ \
+	  build/fuzz/tests/fuzz/corpus/attention_fuzzer tests/fuzz/corpus/attention_fuzzer
 
 # BENCH_ARGS goes to bench/run.py (e.g. BENCH_ARGS=--no-compile); bench-quick is the short run.
 bench: deps

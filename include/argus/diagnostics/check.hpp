@@ -27,6 +27,14 @@ inline void check_extents_agree(const char* op, const char* what_a, std::size_t 
                       what_b + " is " + std::to_string(b) + "; they must be equal");
 }
 
+/// Throws shape_error when an operand of `size` elements has no storage, which is what a
+/// moved-from tensor whose extents are all static leaves behind.
+inline void check_has_storage(const char* op, const void* data, std::size_t size) {
+  if (data == nullptr && size != 0)
+    throw shape_error(std::string(op) + ": an operand of " + std::to_string(size) +
+                      " elements has no storage: it is a moved-from tensor; assign it a value before using it");
+}
+
 /// Throws shape_error when a run-time value breaks a relation stated in words.
 inline void check(bool ok, const std::string& message) {
   if (!ok) throw shape_error(message);

@@ -116,6 +116,7 @@ void evaluate(const E& e, P p, Out& out) {
     for (std::size_t i = 0; i < s.rank(); ++i)
       detail::check_extents_agree("argus::evaluate", "the output tensor's extent", out.extent(i),
                                   "the expression's extent", s.extent(i));
+    detail::check_has_storage("argus::evaluate (the output tensor)", out.data(), s.size());
     auto m = detail::evaluator<P>{}(e);
     detail::copy_into(m.view, out);
     (void)p;

@@ -80,6 +80,7 @@ void set_masks(const E&, kernel::attention_problem<T>&, mask_storage<T>&) {}  //
 template <class T, class E, class M>
 void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask_storage<T>& keep) {
   set_masks(m.scores, p, keep);
+  check_mask_storage(m.mask);
   if constexpr (std::is_same_v<M, causal_mask>) {
     p.causal = true;
   } else if constexpr (mask_kind_count<M>::keys) {

@@ -4,7 +4,9 @@
 //
 // Straight loops in double over every node, written for obviousness rather than speed,
 // and sharing no code with the unfused or fused evaluators: tests compare both against it.
-// Masked logits are -infinity; a row whose logits are all -infinity is all zeros.
+// Masked logits are -infinity; a row whose logits are all -infinity is all zeros, a row
+// with a NaN or +infinity logit is all NaN, and a key a mask ignores adds nothing to the
+// weighted sum (docs/reference/semantics.md).
 #pragma once
 
 #include <argus/expr/attention.hpp>
@@ -48,6 +50,7 @@ value<R> make(const std::array<std::size_t, R>& ext) {
 struct evaluator {
   template <class T, Shape S>
   static value<S::rank()> eval(const leaf<T, S>& e) {
+    check_has_storage("argus::evaluate_reference", e.view.data(), e.view.size());
     value<S::rank()> r = make<S::rank()>(e.view.shape().extents());
     std::array<std::size_t, S::rank()> c{};
     for (std::size_t n = 0; n < r.data.size(); ++n) {
@@ -163,14 +166,15 @@ struct evaluator {
 
   template <class E, class M>
   static value<4> eval(const masked_node<E, M>& e) {
+    check_mask_storage(e.mask);
     auto r = eval(e.scores);
     for (std::size_t b = 0; b < r.ext[0]; ++b)
       for (std::size_t h = 0; h < r.ext[1]; ++h)
         for (std::size_t i = 0; i < r.ext[2]; ++i)
           for (std::size_t j = 0; j < r.ext[3]; ++j) {
+            // A boolean mask anywhere in the chain wins over an additive one, in any order.
             double& x = r.at(b, h, i, j);
-            x = ignored(e.mask, b, i, j) ? -std::numeric_limits<double>::infinity()
-                                         : x + added(e.mask, i, j);
+            x = boolean_ignored(e, b, i, j) ? -std::numeric_limits<double>::infinity() : x + added(e.mask, i, j);
           }
     return r;
   }
@@ -181,6 +185,12 @@ struct evaluator {
     const std::size_t n = r.ext[3];
     for (std::size_t row = 0; row * n < r.data.size(); ++row) {
       double* x = r.data.data() + row * n;
+      bool poisoned = false;  // a NaN or +infinity logit: the row is NaN
+      for (std::size_t j = 0; j < n; ++j) poisoned = poisoned || std::isnan(x[j]) || x[j] == HUGE_VAL;
+      if (poisoned) {
+        for (std::size_t j = 0; j < n; ++j) x[j] = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
       double m = -std::numeric_limits<double>::infinity();
       for (std::size_t j = 0; j < n; ++j) m = std::max(m, x[j]);
       if (m == -std::numeric_limits<double>::infinity()) {
@@ -194,8 +204,38 @@ struct evaluator {
     return r;
   }
 
+  template <class E>
+  static bool boolean_ignored(const E&, std::size_t, std::size_t, std::size_t) {
+    return false;
+  }
+  template <class E, class M>
+  static bool boolean_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i, std::size_t j) {
+    return ignored(e.mask, b, i, j) || boolean_ignored(e.scores, b, i, j);
+  }
+
+  // Whether the mask chain of a softmax's operand ignores key j for query i of item b.
+  template <class E>
+  static bool chain_ignored(const E&, std::size_t, std::size_t, std::size_t) {
+    return false;
+  }
+  template <class E, class M>
+  static bool chain_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i, std::size_t j) {
+    return ignored(e.mask, b, i, j) || added(e.mask, i, j) == -HUGE_VAL || chain_ignored(e.scores, b, i, j);
+  }
+
   template <class P, class V>
   static value<4> eval(const attend_node<P, V>& e) {
+    return weighted_sum(e, [](std::size_t, std::size_t, std::size_t) { return false; });
+  }
+  template <class S, class V>
+  static value<4> eval(const attend_node<softmax_node<S>, V>& e) {
+    return weighted_sum(e, [&e](std::size_t b, std::size_t i, std::size_t j) {
+      return chain_ignored(e.weights.scores, b, i, j);
+    });
+  }
+
+  template <class P, class V, class Ignored>
+  static value<4> weighted_sum(const attend_node<P, V>& e, const Ignored& key_ignored) {
     const auto p = eval(e.weights);
     const auto v = eval(e.v);
     auto r = make<4>(e.shape().extents());
@@ -206,7 +246,9 @@ struct evaluator {
           for (std::size_t j = 0; j < r.ext[3]; ++j) {
             double acc = 0;
             for (std::size_t k = 0; k < p.ext[3]; ++k)
-              acc += p.at(b, h, i, k) * v.at(b, h / group, k, j);
+              // A NaN weight is a NaN row (a NaN or +inf logit): it reaches every column.
+              if (!key_ignored(b, i, k) || std::isnan(p.at(b, h, i, k)))
+                acc += p.at(b, h, i, k) * v.at(b, h / group, k, j);
             r.at(b, h, i, j) = acc;
           }
     return r;

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 namespace argus::detail {
 
@@ -61,6 +62,7 @@ materialized<T, S> contiguous(materialized<T, S>&& m) {
 
 template <class T, Shape S, class Ev>
 materialized<std::remove_const_t<T>, S> unfused_step(const leaf<T, S>& e, const Ev&) {
+  check_has_storage("argus::evaluate", e.view.data(), e.view.size());
   return borrow<std::remove_const_t<T>>(tensor_view<const std::remove_const_t<T>, S>(e.view));
 }
 
@@ -195,14 +197,49 @@ void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv, const i
   for (std::size_t j = 0; j < skv; ++j)
     if (m.pairs.view(i, j)) row[j] = -std::numeric_limits<T>::infinity();
 }
+// Whether a mask of a chain ignores key j for query i of batch item b. Boolean masks
+// (causal, ignore_keys, ignore_where) ignore a pair whatever its logit and whatever an
+// additive mask adds to it, in any order; the weighted sum also leaves out keys an additive
+// mask sets to -inf (docs/reference/semantics.md).
+inline bool mask_ignores(const causal_mask&, std::size_t, std::size_t i, std::size_t j) { return j > i; }
+template <class M, class S>
+bool mask_ignores(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t j) {
+  return m.keys.view(b, j) != 0;
+}
+template <class M, class S>
+bool mask_ignores(const ignore_mask<M, S>& m, std::size_t, std::size_t i, std::size_t j) {
+  return m.pairs.view(i, j) != 0;
+}
 template <class T, class S>
-void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv,
-                    const additive_mask<T, S>& m) {
-  for (std::size_t j = 0; j < skv; ++j) row[j] += m.values.view(i, j);
+bool mask_ignores(const additive_mask<T, S>& m, std::size_t, std::size_t i, std::size_t j) {
+  return m.values.view(i, j) == -std::numeric_limits<T>::infinity();
+}
+template <bool WithAdditive, class E>
+bool chain_ignores(const E&, std::size_t, std::size_t, std::size_t) {
+  return false;
+}
+template <bool WithAdditive, class E, class M>
+bool chain_ignores(const masked_node<E, M>& m, std::size_t b, std::size_t i, std::size_t j) {
+  constexpr bool boolean = std::is_void_v<typename mask_value_type<M>::type>;
+  const bool own = (WithAdditive || boolean) && mask_ignores(m.mask, b, i, j);
+  return own || chain_ignores<WithAdditive>(m.scores, b, i, j);
+}
+
+/// Adds an additive mask's row, except where a boolean mask of the inner chain ignores the pair.
+template <class T, class S, class E>
+void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const additive_mask<T, S>& m,
+                    const E& inner) {
+  for (std::size_t j = 0; j < skv; ++j)
+    if (!chain_ignores<false>(inner, b, i, j)) row[j] += m.values.view(i, j);
+}
+template <class T, class M, class E>
+void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const M& m, const E&) {
+  apply_mask_row(row, b, i, skv, m);
 }
 
 template <class E, class M, class Ev>
 auto unfused_step(const masked_node<E, M>& e, const Ev& ev) {
+  check_mask_storage(e.mask);
   auto s = owned(ev(e.scores));
   using T = typename E::value_type;
   const std::size_t batch = s.view.extent(0), heads = s.view.extent(1);
@@ -210,7 +247,7 @@ auto unfused_step(const masked_node<E, M>& e, const Ev& ev) {
   T* p = s.mutable_data();
   kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
     for (std::size_t i = 0; i < sq; ++i)
-      apply_mask_row(p + (t * sq + i) * skv, t / heads, i, skv, e.mask);
+      apply_mask_row(p + (t * sq + i) * skv, t / heads, i, skv, e.mask, e.scores);
   });
   return s;
 }
@@ -227,8 +264,13 @@ auto unfused_step(const softmax_node<E>& e, const Ev& ev) {
   return s;
 }
 
-template <class P, class V, class Ev>
-auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
+/// P·V for every (batch, head). With `ignores(b, i, j)` (weights that are the softmax of a
+/// mask chain), a key the chain ignores contributes nothing, whatever its V row holds: V rows
+/// that are not finite are zeroed in a copy for the product, and p · v is added back where
+/// no mask ignores the key. Finding them costs one pass over V, against seq_q passes of the
+/// product.
+template <class P, class V, class Ev, class Ignores>
+auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignores) {
   using T = typename P::value_type;
   auto p = contiguous(ev(e.weights));
   auto v = contiguous(ev(e.v));
@@ -237,12 +279,59 @@ auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
   const std::size_t skv = p.view.extent(3), kvh = v.view.extent(1), dv = v.view.extent(3);
   const std::size_t group = heads / kvh;
   T* out = r.mutable_data();
+  const T* vp = v.view.data();
+  std::vector<std::vector<std::size_t>> unclean;  // per (b, g): the V rows that are not finite
+  std::vector<T> clean;
+  if (ignores != nullptr) {
+    bool any = false;
+    unclean.resize(batch * kvh);
+    for (std::size_t pg = 0; pg < batch * kvh; ++pg) {
+      const T* plane = vp + pg * skv * dv;
+      if (kernel::all_finite(plane, skv * dv)) continue;
+      for (std::size_t j = 0; j < skv; ++j)
+        if (!kernel::all_finite(plane + j * dv, dv)) unclean[pg].push_back(j), any = true;
+    }
+    if (any) {
+      clean.assign(vp, vp + v.view.size());
+      for (std::size_t pg = 0; pg < batch * kvh; ++pg)
+        for (std::size_t j : unclean[pg]) std::fill_n(clean.data() + (pg * skv + j) * dv, dv, T(0));
+      vp = clean.data();
+    } else {
+      unclean.clear();
+    }
+  }
   kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
     const std::size_t b = t / heads, g = (t % heads) / group;
-    kernel::gemm_nn<T>(sq, dv, skv, T(1), p.view.data() + t * sq * skv, skv,
-                       v.view.data() + (b * kvh + g) * skv * dv, dv, out + t * sq * dv, dv);
+    const T* pt = p.view.data() + t * sq * skv;
+    T* ot = out + t * sq * dv;
+    kernel::gemm_nn<T>(sq, dv, skv, T(1), pt, skv, vp + (b * kvh + g) * skv * dv, dv, ot, dv);
+    if (unclean.empty()) return;
+    for (std::size_t j : unclean[b * kvh + g]) {
+      const T* vj = v.view.data() + ((b * kvh + g) * skv + j) * dv;
+      for (std::size_t i = 0; i < sq; ++i) {
+        if ((*ignores)(b, i, j)) continue;
+        const T w = pt[i * skv + j];
+        for (std::size_t c = 0; c < dv; ++c) ot[i * dv + c] += w * vj[c];
+      }
+    }
   });
   return r;
+}
+
+template <class P, class V, class Ev>
+auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
+  using none = bool (*)(std::size_t, std::size_t, std::size_t);
+  return weighted_sum(e, ev, static_cast<const none*>(nullptr));
+}
+
+/// attend(softmax(mask*(s)), v): keys the masks ignore contribute nothing.
+template <class S, class V, class Ev>
+auto unfused_step(const attend_node<softmax_node<S>, V>& e, const Ev& ev) {
+  const auto& chain = e.weights.scores;
+  const auto ignores = [&chain](std::size_t b, std::size_t i, std::size_t j) {
+    return chain_ignores<true>(chain, b, i, j);
+  };
+  return weighted_sum(e, ev, &ignores);
 }
 
 }  // namespace argus::detail

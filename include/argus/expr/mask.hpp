@@ -209,6 +209,21 @@ constexpr auto apply_masks(E s, const M& m, const Ms&... ms) {
   else
     return apply_masks(std::move(node), ms...);
 }
+
+/// Throws shape_error when a mask reads a moved-from tensor (checked when it is evaluated).
+inline void check_mask_storage(const causal_mask&) {}
+template <class M, class S>
+void check_mask_storage(const ignore_keys_mask<M, S>& m) {
+  check_has_storage("argus::mask(ignore_keys)", m.keys.view.data(), m.keys.view.size());
+}
+template <class M, class S>
+void check_mask_storage(const ignore_mask<M, S>& m) {
+  check_has_storage("argus::mask(ignore_where)", m.pairs.view.data(), m.pairs.view.size());
+}
+template <class T, class S>
+void check_mask_storage(const additive_mask<T, S>& m) {
+  check_has_storage("argus::mask(add_to_scores)", m.values.view.data(), m.values.view.size());
+}
 }  // namespace detail
 
 /// Mask M fits scores of (batch, seq_q, seq_kv): every relation mask() checks (in-process form).

@@ -19,6 +19,13 @@
 // masked has m = -inf to the end: its probabilities are exactly 0, l stays 0 and its output
 // is 0 (never NaN).
 //
+// Bad values (docs/reference/semantics.md). A NaN or +inf logit makes its row NaN: the
+// exponential passes NaN through, so l and the accumulator become NaN and stay so. A key
+// that a mask ignores for a row contributes nothing to it, whatever its V row holds: the
+// causal loop bounds skip such keys whole, and on a tile a mask touches, V rows that are
+// not finite are zeroed in a copy and added back, one product at a time, to the rows that do
+// not ignore them (masked tiles only pay for a finiteness scan of their V tile).
+//
 // Decode. When seq_q <= 16 and seq_kv is long, an item instead holds the rows of every
 // head of a group (so multi-query decode fills the registers) and one CHUNK of the keys;
 // items leave (m, l, unnormalised accumulator) per row and a second pass merges the chunks,
@@ -62,7 +69,8 @@ struct attention_problem {
   const std::uint8_t* key_ignore = nullptr; std::size_t key_ignore_batch = 0;
   /// [b][h][i][j] != 0: (i, j) ignored; strides may be 0 to broadcast; unit stride along j.
   const std::uint8_t* ignore = nullptr; std::size_t ignore_batch = 0, ignore_head = 0, ignore_row = 0;
-  /// [b][h][i][j] added to the scaled logit (-inf allowed, +inf and NaN not); unit stride along j.
+  /// [b][h][i][j] added to the scaled logit (-inf ignores the key, NaN or +inf makes the row
+  /// NaN); unit stride along j.
   const T* additive = nullptr; std::size_t add_batch = 0, add_head = 0, add_row = 0;
   /// Optional output, for the backward pass: lse[b][h][i] = log Σ_j e^(logit_ij), the
   /// per-row log-sum-exp of the masked logits (-inf for a row whose keys are all masked);
@@ -294,16 +302,58 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
   return masked;
 }
 
+/// Whether some mask of p ignores key j for query i of head h, batch item b (a causal,
+/// padding or pair mask, or an additive -inf).
+template <class T>
+bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+  if (p.causal && j > i) return true;
+  if (p.key_ignore != nullptr && p.key_ignore[b * p.key_ignore_batch + j] != 0) return true;
+  if (p.ignore != nullptr && p.ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j] != 0)
+    return true;
+  return p.additive != nullptr &&
+         p.additive[b * p.add_batch + h * p.add_head + i * p.add_row + j] == -std::numeric_limits<T>::infinity();
+}
+
+/// The V rows of a masked tile that are not finite, as offsets from j0, and a copy of the
+/// tile (K_TILE, DVP) with those rows zeroed.
+template <class T>
+struct unclean_values {
+  std::vector<std::size_t> rows;
+  std::vector<T> clean;
+};
+
+/// After value_tile ran on the cleaned tile: adds p · v for each unclean V row to the rows of
+/// set s that no mask keeps from it.
+template <class T>
+void add_unclean_values(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n,
+                        const std::vector<std::size_t>& unclean, const T* v_base) {
+  constexpr std::size_t tile = flash_blocking<T>::q_tile;
+  const attention_problem<T>& p = *it.p;
+  for (std::size_t jj : unclean) {
+    if (jj >= n) break;  // the rows are in order; later keys are past every row's causal reach
+    const T* v = v_base + (j0 + jj) * p.v_row;
+    for (std::size_t r = 0; r < s.rows; ++r) {
+      if (mask_ignores(p, it.b, s.head[r], s.query[r], j0 + jj)) continue;
+      const T w = it.scores[jj * tile + r];
+      T* a = s.acc + r * it.dvp;
+      for (std::size_t c = 0; c < p.d_v; ++c) a[c] += w * v[c];
+    }
+  }
+}
+
 /// Runs the sets of an item (started) over keys [ja, jb).
 template <class T, std::size_t DK, std::size_t DV>
 void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
   const attention_problem<T>& p = *it.p;
   std::size_t j_end = jb;
+  std::size_t min_query = p.seq_q;
+  for (std::size_t si = 0; si < it.set_count; ++si) min_query = std::min(min_query, it.sets[si].min_query);
   if (p.causal) {
     std::size_t reach = 0;
     for (std::size_t si = 0; si < it.set_count; ++si) reach = std::max(reach, it.sets[si].max_query + 1);
     j_end = std::min(j_end, reach);
   }
+  thread_local unclean_values<T> unclean;
   const T* k_base = p.k + it.b * p.k_batch + it.g * p.k_head;
   const T* v_base = p.v + it.b * p.v_batch + it.g * p.v_head;
   const std::uint8_t* key_ignore = p.key_ignore ? p.key_ignore + it.b * p.key_ignore_batch : nullptr;
@@ -313,7 +363,35 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
         key_ignore != nullptr && std::any_of(key_ignore + j0, key_ignore + j0 + nk, [](std::uint8_t x) { return x != 0; });
     const T* vt = v_base + j0 * p.v_row;
     std::size_t v_row = p.v_row;
-    if (it.v_pack != nullptr) {
+    // The V rows of keys some mask may ignore for some row of the item (padded keys, keys past
+    // a row's causal reach, or any key under a pair or additive mask): one accumulator over
+    // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
+    unclean.rows.clear();
+    const bool pairwise = p.ignore != nullptr || p.additive != nullptr;
+    const bool crosses = p.causal && j0 + nk - 1 > min_query;
+    if (pairwise || crosses || any_key_ignored) {
+      auto may_be_ignored = [&](std::size_t j) {
+        return pairwise || (crosses && j0 + j > min_query) || (any_key_ignored && key_ignore[j0 + j] != 0);
+      };
+      simd<T> seen = simd<T>::zero();
+      for (std::size_t j = 0; j < nk; ++j)
+        if (may_be_ignored(j)) seen = accumulate_non_finite(vt + j * p.v_row, p.d_v, seen);
+      if (!saw_only_finite(seen))
+        for (std::size_t j = 0; j < nk; ++j)
+          if (may_be_ignored(j) && !all_finite(vt + j * p.v_row, p.d_v)) unclean.rows.push_back(j);
+    }
+    if (!unclean.rows.empty()) {
+      unclean.clean.assign(nk * it.dvp, T(0));
+      for (std::size_t j = 0, u = 0; j < nk; ++j) {
+        if (u < unclean.rows.size() && unclean.rows[u] == j) {
+          ++u;
+          continue;
+        }
+        std::copy(vt + j * p.v_row, vt + j * p.v_row + p.d_v, unclean.clean.data() + j * it.dvp);
+      }
+      vt = unclean.clean.data();
+      v_row = it.dvp;
+    } else if (it.v_pack != nullptr) {
       for (std::size_t j = 0; j < nk; ++j) {
         std::copy(vt + j * p.v_row, vt + j * p.v_row + p.d_v, it.v_pack + j * it.dvp);
         std::fill(it.v_pack + j * it.dvp + p.d_v, it.v_pack + (j + 1) * it.dvp, T(0));
@@ -336,6 +414,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
       if (mask_tile(it, s, j0, n, any_key_ignored)) tile_maximum(it.scores, n, s.lanes(), it.top);
       softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
+      if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
     }
   }
 }
@@ -444,23 +523,29 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
   if (chunks == 1) return;
 
   // O = Σ_c e^(m_c - M) acc_c / Σ_c e^(m_c - M) l_c with M = max_c m_c; chunks whose keys
-  // were all masked (m_c = -inf) drop out, and a row with no key at all gets 0.
+  // were all masked (m_c = -inf) weigh 0 (their accumulators hold 0, or NaN from a key whose
+  // logit came out -inf with a V row that is not finite, as in the tiled path), a row with no
+  // key at all gets 0, and a row with a NaN logit in any chunk (m or l NaN) is NaN.
   const T minus_inf = -std::numeric_limits<T>::infinity();
   parallel_for(pairs, [&](std::size_t pair, std::size_t) {
     const std::size_t b = pair / p.kv_heads, g = pair % p.kv_heads;
     for (std::size_t row = 0; row < rows_total; ++row) {
       T* o = p.o + b * p.o_batch + (g * group + row / p.seq_q) * p.o_head + (row % p.seq_q) * p.o_row;
       T top = minus_inf;
-      for (std::size_t c = 0; c < chunks; ++c) top = std::max(top, part_of(pair, c, row)[0]);
-      std::fill(o, o + p.d_v, T(0));
+      bool nan = false;
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const T* part = part_of(pair, c, row);
+        if (part[0] != part[0] || part[1] != part[1]) nan = true;
+        else top = std::max(top, part[0]);
+      }
+      std::fill(o, o + p.d_v, nan ? std::numeric_limits<T>::quiet_NaN() : T(0));
       T* lse = p.lse ? p.lse + b * p.lse_batch + (g * group + row / p.seq_q) * p.lse_head + row % p.seq_q : nullptr;
-      if (lse != nullptr) *lse = minus_inf;
-      if (top == minus_inf) continue;
+      if (lse != nullptr) *lse = nan ? std::numeric_limits<T>::quiet_NaN() : minus_inf;
+      if (nan) continue;
       T sum = T(0);
       for (std::size_t c = 0; c < chunks; ++c) {
         const T* part = part_of(pair, c, row);
-        if (part[0] == minus_inf) continue;
-        const T weight = exp_scalar(part[0] - top);
+        const T weight = top == minus_inf || part[0] == minus_inf ? T(0) : exp_scalar(part[0] - top);
         sum += weight * part[1];
         for (std::size_t x = 0; x < p.d_v; ++x) o[x] += weight * part[2 + x];
       }

@@ -62,7 +62,7 @@ struct flash_blocking {
 };
 
 /// e^x lane-wise for x <= 0, the only arguments the softmax takes (s - max); exactly 0 below
-/// -86.6 and at -inf. float: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a degree-6
+/// -86.6 and at -inf, NaN at NaN. float: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a degree-6
 /// polynomial (Chebyshev interpolant, relative error 2e-8 before rounding), and 2^n added to
 /// the exponent bits; n is read from the low mantissa bits of the rounding constant, so no
 /// conversion is needed. 13 vector operations, against 21 for kernel::exp, which must also
@@ -93,7 +93,10 @@ inline simd<T> exp_nonpositive(simd<T> x) noexcept {
     // Below -86.6 the exponent field would reach 0 (and -inf gives NaN): the exact value
     // there is under 2.2e-38, negligible beside the row's largest term e^0 = 1.
     e.v = x.v < -86.6f ? V::zero().v : e.v;
-    return e;
+    // A NaN argument gives NaN (the exponent trick above would turn a NaN whose payload has
+    // low bits set into a number): e >= 0 > x for every other x <= 0, and max() returns its
+    // second operand when it is NaN. One instruction.
+    return max(e, x);
   } else {
     return exp(x);
   }

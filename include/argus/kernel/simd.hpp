@@ -108,7 +108,7 @@ struct simd {
   simd& operator+=(simd b) noexcept { v += b.v; return *this; }
   simd& operator*=(simd b) noexcept { v *= b.v; return *this; }
 
-  /// max(a, b) lane-wise; a NaN in b yields a (callers never feed NaN on purpose).
+  /// max(a, b) lane-wise, as the max instructions: where either is NaN, the result is b.
   friend simd max(simd a, simd b) noexcept { return {a.v > b.v ? a.v : b.v}; }
   /// Lane-wise choice: where m is set, a, else b.
   friend simd select(mask_type m, simd a, simd b) noexcept { return {m ? a.v : b.v}; }
@@ -187,6 +187,31 @@ inline simd<T> exp(simd<T> x) noexcept {
     for (std::size_t i = 0; i < V::width; ++i) r.v[i] = std::exp(x.v[i]);
     return r;
   }
+}
+
+/// acc + x · 0 lane-wise over the n elements at x: lanes stay 0 while the elements are
+/// finite and become NaN at a NaN or an infinity. One FMA per register.
+template <class T>
+inline simd<T> accumulate_non_finite(const T* x, std::size_t n, simd<T> acc) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  std::size_t c = 0;
+  for (; c + w <= n; c += w) acc = fma(V::load(x + c), V::zero(), acc);
+  if (c < n) acc = fma(V::load_partial(x + c, n - c), V::zero(), acc);
+  return acc;
+}
+
+/// Whether an accumulator of accumulate_non_finite saw only finite elements.
+template <class T>
+inline bool saw_only_finite(simd<T> acc) noexcept {
+  const T sum = reduce_add(acc);
+  return sum == sum;
+}
+
+/// Whether the n elements at x are all finite (no NaN, no infinity).
+template <class T>
+inline bool all_finite(const T* x, std::size_t n) noexcept {
+  return saw_only_finite(accumulate_non_finite(x, n, simd<T>::zero()));
 }
 
 /// Scalar e^x with the same algorithm as the float vector version (tails of loops use it

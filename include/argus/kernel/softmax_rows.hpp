@@ -15,11 +15,11 @@ namespace argus::kernel {
 /// In place, for every row r of s: s[r][j] <- e^(s[r][j] - m) / sum_j' e^(s[r][j'] - m),
 /// with m the row maximum.
 ///
-/// Contract: entries are finite or -infinity. -infinity is a masked entry and becomes
-/// exactly 0. A row whose entries are all -infinity (and an empty row) becomes all zeros,
-/// never NaN. Subtracting the maximum keeps every exponent <= 0, so logits of any finite
-/// magnitude (e.g. +-1e4) give finite results, and the sum is >= 1 (the maximum contributes
-/// e^0), so the division is always defined.
+/// Contract (docs/reference/semantics.md): -infinity is a masked entry and becomes exactly 0.
+/// A row whose entries are all -infinity (and an empty row) becomes all zeros, never NaN.
+/// A row with a NaN or a +infinity entry becomes all NaN. Subtracting the maximum keeps every
+/// exponent <= 0, so logits of any finite magnitude (e.g. +-1e4) give finite results, and
+/// the sum is >= 1 (the maximum contributes e^0), so the division is always defined.
 ///
 /// Three passes per row -- maximum, exponentials and their sum, scaling by 1/sum -- each
 /// over whole registers with several independent accumulators, and one masked register for
@@ -50,7 +50,11 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) noe
     const T row_max = reduce_max(max(max(mx[0], mx[1]), max(mx[2], mx[3])));
 
     if (row_max == minus_inf) {  // fully masked (or empty): zeros, not 0/0
-      for (std::size_t c = 0; c < cols; ++c) row[c] = T(0);
+      // max() may have passed over a NaN; such a row is NaN (rare: only rows that look masked
+      // are scanned). Otherwise a NaN makes the sum below NaN, and +inf gives inf - inf.
+      bool nan = false;
+      for (std::size_t c = 0; c < cols; ++c) nan = nan || row[c] != row[c];
+      for (std::size_t c = 0; c < cols; ++c) row[c] = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
       continue;
     }
 

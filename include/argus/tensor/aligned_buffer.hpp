@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 namespace argus {
 
@@ -36,12 +37,17 @@ class aligned_buffer {
   aligned_buffer(const aligned_buffer& o) : aligned_buffer(o.size_) {
     std::copy_n(o.data(), size_, data());
   }
-  aligned_buffer(aligned_buffer&& o) noexcept = default;
+  /// Leaves o empty: no storage and size 0.
+  aligned_buffer(aligned_buffer&& o) noexcept : data_(std::move(o.data_)), size_(std::exchange(o.size_, 0)) {}
   aligned_buffer& operator=(const aligned_buffer& o) {
     if (this != &o) *this = aligned_buffer(o);
     return *this;
   }
-  aligned_buffer& operator=(aligned_buffer&& o) noexcept = default;
+  aligned_buffer& operator=(aligned_buffer&& o) noexcept {
+    data_ = std::move(o.data_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
   ~aligned_buffer() = default;
 
   T* data() noexcept { return data_.get(); }

@@ -43,6 +43,20 @@ class tensor {
   /// From a shape object; elements are zero.
   explicit tensor(const S& s) : shape_(s), buffer_(s.size()) {}
 
+  tensor(const tensor&) = default;
+  tensor& operator=(const tensor&) = default;
+  /// A moved-from tensor is empty: its run-time extents are 0, and it has no storage. When
+  /// every extent is static it keeps them, and evaluating an expression that reads it throws
+  /// shape_error ("moved-from tensor").
+  tensor(tensor&& o) noexcept : shape_(std::exchange(o.shape_, S{})), buffer_(std::move(o.buffer_)) {}
+  tensor& operator=(tensor&& o) noexcept {
+    if (this != &o) {
+      shape_ = std::exchange(o.shape_, S{});
+      buffer_ = std::move(o.buffer_);
+    }
+    return *this;
+  }
+
   static constexpr std::size_t rank() noexcept { return S::rank(); }
   const S& shape() const noexcept { return shape_; }
   std::size_t extent(std::size_t i) const noexcept { return shape_.extent(i); }

@@ -1,0 +1,274 @@
+// Differential test: the fused, unfused and double-precision reference evaluators on random
+// attention problems -- run-time lengths 1..300, batch 1..3, the head configurations below
+// (grouped-query, d_k != d_v, float and double), every mask kind at random densities
+// (fully masked items and rows included), and values drawn normal, with logits of +-1e4,
+// with exact ties, denormal, and with NaN/Inf placed in Q, K, V, the additive mask and the
+// rows of padded keys. Every evaluator must agree with the reference on which outputs are
+// finite (docs/reference/semantics.md) and, where they are, within a tolerance derived from
+// the case (tests/support/agreement.hpp, docs/reliability.md).
+//
+//   ARGUS_DIFF_CASES=10000 ./unit.eval.differential   long mode (default 200 cases)
+//   ARGUS_DIFF_SEED=<seed> ./unit.eval.differential   replays one case, as printed on failure
+//                                                      (--log_level=message shows what it drew)
+#define BOOST_TEST_MODULE eval_differential
+#include "../../support/agreement.hpp"
+#include <argus/argus.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+
+using namespace argus;
+
+namespace {
+
+template <class T, std::size_t H, std::size_t G, std::size_t DK, std::size_t DV>
+struct cfg {
+  using value_type = T;
+  static constexpr std::size_t heads = H, kv_heads = G, d_k = DK, d_v = DV;
+};
+// The paper's heads, grouped-query (2 and 4 query heads per K/V head), d_k != d_v, the
+// d = 128 fast path, odd widths, and double.
+using configs =
+    std::tuple<cfg<float, 8, 8, 64, 64>, cfg<float, 4, 2, 16, 16>, cfg<float, 8, 2, 8, 12>,
+               cfg<float, 4, 1, 12, 20>, cfg<float, 2, 2, 128, 128>, cfg<float, 3, 3, 5, 3>,
+               cfg<double, 4, 2, 8, 8>, cfg<double, 3, 1, 4, 6>>;
+
+std::optional<std::uint64_t> env_number(const char* name) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return std::nullopt;
+  return std::strtoull(s, nullptr, 0);
+}
+
+/// The seed of case n: splitmix64 of n, so neighbouring cases are unrelated.
+std::uint64_t case_seed(std::uint64_t n) {
+  std::uint64_t z = n + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+enum class values { normal, large_logits, ties, denormal };
+const char* name(values v) {
+  switch (v) {
+    case values::normal:
+      return "normal";
+    case values::large_logits:
+      return "logits of +-1e4";
+    case values::ties:
+      return "exact ties";
+    default:
+      return "denormal";
+  }
+}
+
+/// What one case drew, printed when it fails.
+struct case_report {
+  std::ostringstream text;
+  bool failed = false;
+};
+
+template <class C>
+struct problem {
+  using T = typename C::value_type;
+  using q_shape = shape<batch<>, head<C::heads>, seq<>, head_dim<C::d_k>>;
+  using k_shape = shape<batch<>, head<C::kv_heads>, seq<>, head_dim<C::d_k>>;
+  using v_shape = shape<batch<>, head<C::kv_heads>, seq<>, head_dim<C::d_v>>;
+  tensor<T, q_shape> q;                             // (B,H,SEQ_Q,D_K)
+  tensor<T, k_shape> k;                             // (B,G,SEQ_KV,D_K)
+  tensor<T, v_shape> v;                             // (B,G,SEQ_KV,D_V)
+  tensor<std::uint8_t, shape<batch<>, seq<>>> pad;  // (B,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> pairs;          // (SEQ_Q,SEQ_KV)
+  tensor<T, shape<seq<>, seq<>>> add;               // (SEQ_Q,SEQ_KV)
+  problem(std::size_t b, std::size_t sq, std::size_t skv)
+      : q(b, sq), k(b, skv), v(b, skv), pad(b, skv), pairs(sq, skv), add(sq, skv) {}
+};
+
+template <class C>
+void run_case(std::mt19937_64& g, case_report& rep) {
+  using T = typename C::value_type;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  auto uniform = [&](std::size_t lo, std::size_t hi) {
+    return std::uniform_int_distribution<std::size_t>(lo, hi)(g);
+  };
+  auto chance = [&](double p) { return unit(g) < p; };
+
+  // Extents: mostly short (squared skew), some decode-shaped, some anywhere in 1..300; the
+  // work is capped so that the double reference stays fast.
+  const std::size_t b = uniform(1, 3);
+  std::size_t sq, skv;
+  const double shape_draw = unit(g);
+  if (shape_draw < 0.6) {
+    sq = 1 + std::size_t(299 * std::pow(unit(g), 2)),
+    skv = 1 + std::size_t(299 * std::pow(unit(g), 2));
+  } else if (shape_draw < 0.8) {
+    sq = uniform(1, 16), skv = uniform(256, 300);
+  } else {
+    sq = uniform(1, 300), skv = uniform(1, 300);
+  }
+  const double budget = 8e6;
+  while (double(b) * C::heads * sq * skv * (C::d_k + C::d_v) > budget) (sq > skv ? sq : skv) /= 2;
+  const values kind = values(uniform(0, 3));
+  const int form =
+      int(uniform(0, 3));  // 0 no mask, 1 causal + padding, 2 all four, 3 all four, merged
+  const std::size_t threads = uniform(1, 3);
+  rep.text << "config (" << (std::is_same_v<T, float> ? "float" : "double") << ", heads "
+           << C::heads << ", kv_heads " << C::kv_heads << ", d_k " << C::d_k << ", d_v " << C::d_v
+           << "), batch " << b << ", seq_q " << sq << ", seq_kv " << skv << ", values "
+           << name(kind) << ", masks "
+           << (form == 0   ? "none"
+               : form == 1 ? "causal + ignore_keys"
+                           : "all four")
+           << (form == 3 ? " (merged heads)" : "") << ", fused on " << threads << " threads";
+
+  problem<C> p(b, sq, skv);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const double qk_scale = kind == values::large_logits ? 100.0 : 1.0;  // logit std ~ scale^2
+  auto fill = [&](auto& t, double s) {
+    for (auto& x : t) {
+      if (kind == values::ties)
+        x = T(double(uniform(0, 2)) - 1.0);
+      else
+        x = T(s * normal(g));
+    }
+  };
+  fill(p.q, qk_scale), fill(p.k, qk_scale), fill(p.v, 1.0);
+  if (kind == values::ties)  // duplicate key rows too: equal logits across keys
+    for (std::size_t x = 0; x + C::d_k < p.k.size(); x += 2 * C::d_k)
+      std::copy_n(p.k.data() + x, C::d_k, p.k.data() + x + C::d_k);
+  if (kind == values::denormal) {
+    const double tiny = std::numeric_limits<T>::min();  // below: denormal
+    for (auto& x : p.v) x = T(x * tiny * 1e-3);
+    for (auto& x : p.k)
+      if (chance(0.2)) x = T(tiny * 1e-2 * normal(g));
+  }
+  // Masks at random densities; some items fully padded.
+  const double pad_density = std::array<double, 4>{0.0, 0.1, 0.5, 1.0}[uniform(0, 3)];
+  for (auto& x : p.pad) x = chance(pad_density) ? 1 : 0;
+  if (chance(0.2)) std::fill_n(p.pad.data(), skv, std::uint8_t(1));  // item 0 fully padded
+  const double pair_density = std::array<double, 3>{0.0, 0.2, 0.9}[uniform(0, 2)];
+  for (auto& x : p.pairs) x = chance(pair_density);
+  for (auto& x : p.add) x = chance(0.05) ? -std::numeric_limits<T>::infinity() : T(normal(g));
+
+  // Bad values: NaN/Inf at random places of Q, K, V and the additive mask, and in the K
+  // and V rows of padded keys.
+  const T bad_values[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity()};
+  std::size_t placed = 0;
+  if (chance(0.5)) {
+    const std::size_t count = uniform(1, 4);
+    for (std::size_t n = 0; n < count; ++n) {
+      const T bad = bad_values[uniform(0, 2)];
+      switch (uniform(0, form >= 2 ? 3 : 2)) {
+        case 0:
+          p.q.data()[uniform(0, p.q.size() - 1)] = bad;
+          break;
+        case 1:
+          p.k.data()[uniform(0, p.k.size() - 1)] = bad;
+          break;
+        case 2:
+          p.v.data()[uniform(0, p.v.size() - 1)] = bad;
+          break;
+        default:
+          p.add.data()[uniform(0, p.add.size() - 1)] = bad;
+          break;
+      }
+      ++placed;
+    }
+  }
+  if (form >= 1 && chance(0.5))
+    for (std::size_t bb = 0; bb < b; ++bb)
+      for (std::size_t j = 0; j < skv; ++j)
+        if (p.pad(bb, j) != 0 && chance(0.5))
+          for (std::size_t gg = 0; gg < C::kv_heads; ++gg) {
+            p.k(bb, gg, j, uniform(0, C::d_k - 1)) = bad_values[uniform(0, 2)];
+            p.v(bb, gg, j, uniform(0, C::d_v - 1)) = bad_values[uniform(0, 2)];
+            placed += 2;
+          }
+  rep.text << ", " << placed << " bad values placed";
+
+  const double tol = test::attention_tolerance<T>(p.q, p.k, p.v, test::max_abs_finite(p.add));
+
+  auto run = [&](const auto& e) {
+    const auto ref = evaluate_reference(e);
+    set_num_threads(threads);
+    const auto f = evaluate(e, fused);
+    set_num_threads(0);
+    const auto un = evaluate(e, unfused);
+    for (const auto& [evaluator, diff] : {std::pair{"fused", test::disagreement(f, ref, tol)},
+                                          std::pair{"unfused", test::disagreement(un, ref, tol)}})
+      if (!diff.empty()) {
+        rep.failed = true;
+        rep.text << "\n  " << evaluator << ": " << diff;
+      }
+  };
+  const auto s = scores(p.q, p.k);
+  switch (form) {
+    case 0:
+      run(attend(softmax(s), p.v));
+      break;
+    case 1:
+      run(attend(softmax(mask(s, causal, ignore_keys(p.pad))), p.v));
+      break;
+    case 2:
+      run(attend(
+          softmax(mask(s, ignore_where(p.pairs), add_to_scores(p.add), causal, ignore_keys(p.pad))),
+          p.v));
+      break;
+    default:
+      run(merge_heads(attend(
+          softmax(mask(s, add_to_scores(p.add), ignore_keys(p.pad), ignore_where(p.pairs), causal)),
+          p.v)));
+      break;
+  }
+}
+
+template <std::size_t I = 0>
+void dispatch(std::size_t config, std::mt19937_64& g, case_report& rep) {
+  if constexpr (I < std::tuple_size_v<configs>) {
+    if (config == I) return run_case<std::tuple_element_t<I, configs>>(g, rep);
+    dispatch<I + 1>(config, g, rep);
+  }
+}
+
+/// Runs the case of `seed`; false (with the report printed) when an evaluator disagrees.
+bool run_seed(std::uint64_t seed, std::size_t* failures, bool verbose = false) {
+  std::mt19937_64 g(seed);
+  case_report rep;
+  dispatch(std::uniform_int_distribution<std::size_t>(0, std::tuple_size_v<configs> - 1)(g), g,
+           rep);
+  if (verbose) BOOST_TEST_MESSAGE("case of seed " << seed << ": " << rep.text.str());
+  if (rep.failed) {
+    ++*failures;
+    BOOST_ERROR("differential case with seed " << seed << " failed: " << rep.text.str()
+                                               << "\n  replay: ARGUS_DIFF_SEED=" << seed
+                                               << " ./build/gcc/tests/unit.eval.differential");
+  }
+  return !rep.failed;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_unfused_and_reference_agree_on_random_problems) {
+  std::size_t failures = 0;
+  if (const auto seed = env_number("ARGUS_DIFF_SEED")) {
+    BOOST_TEST(run_seed(*seed, &failures, true));
+    return;
+  }
+  const std::size_t cases = env_number("ARGUS_DIFF_CASES").value_or(200);
+  for (std::size_t n = 0; n < cases && failures < 10; ++n) run_seed(case_seed(n), &failures);
+  BOOST_TEST_MESSAGE(cases << " differential cases, " << failures << " failed");
+  BOOST_TEST(failures == 0u);
+}
