@@ -18,7 +18,6 @@
 // (halved for causal).
 // smoke-filter: BM_core/(fused|unfused|eigen)/n:128/h:8/threads:1/
 #include "attention_support.hpp"
-
 #include <argus/argus.hpp>
 
 #include <cmath>
@@ -40,16 +39,18 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
   const std::size_t sq = a.seq_q(state), skv = a.seq_kv(state);
   const int threads = a.thread_count(state);
   bench::start_row(threads);
-  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(1, sq);    // (B,H,SEQ_Q,D_K)
-  tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> k(1, skv);   // (B,G,SEQ_KV,D_K)
-  tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> v(1, skv);   // (B,G,SEQ_KV,D_K)
-  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> o(1, sq);    // (B,H,SEQ_Q,D_K)
+  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(1, sq);   // (B,H,SEQ_Q,D_K)
+  tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> k(1, skv);  // (B,G,SEQ_KV,D_K)
+  tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> v(1, skv);  // (B,G,SEQ_KV,D_K)
+  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> o(1, sq);   // (B,H,SEQ_Q,D_K)
   bench::fill_random(q.data(), q.size(), 1, 1.0f);
   bench::fill_random(k.data(), k.size(), 2, 1.0f);
   bench::fill_random(v.data(), v.size(), 3, 1.0f);
   const auto e = [&] {
-    if constexpr (Causal) return attend(softmax(mask(scores(q, k), causal)), v);
-    else return attend(softmax(scores(q, k)), v);
+    if constexpr (Causal)
+      return attend(softmax(mask(scores(q, k), causal)), v);
+    else
+      return attend(softmax(scores(q, k)), v);
   }();
   const double flops = bench::core_flops(1, H, sq, skv, DK, DK, Causal);
   const peer::core_dims dims{1, H, G, sq, skv, DK, DK};
@@ -77,7 +78,8 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
   }
 }
 
-std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int64_t>& ns, std::int64_t h,
+std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int64_t>& ns,
+                                                     std::int64_t h,
                                                      std::vector<std::int64_t> extra = {}) {
   std::vector<std::vector<std::int64_t>> rows;
   for (std::int64_t threads : {1, 2})
@@ -95,7 +97,8 @@ const bool registered = [] {
   argus::bench::add_peak_rows();
   add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
            cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8));
-  add_rows("BM_core_causal", core_row<8, 8, 64, true>, {"n", "h", "threads"}, cross_product({1024, 4096}, 8));
+  add_rows("BM_core_causal", core_row<8, 8, 64, true>, {"n", "h", "threads"},
+           cross_product({1024, 4096}, 8));
   add_rows("BM_core_gqa", core_row<8, 2, 64, false>, {"n", "h", "kv_h", "threads"},
            cross_product({1024, 4096}, 8, {2}));
   add_rows("BM_core_cross", core_row<8, 8, 64, false>, {"n_q", "n_kv", "h", "threads"},
@@ -104,11 +107,15 @@ const bool registered = [] {
            cross_product({1024, 4096, 8192}, 8));
   // d_model 512 shared by h heads: d_k = 512 / h.
   const std::vector<std::string> heads_names{"n", "h", "d_k", "threads"};
-  add_rows("BM_core_heads", core_row<1, 1, 512, false>, heads_names, cross_product({1024}, 1, {512}));
-  add_rows("BM_core_heads", core_row<2, 2, 256, false>, heads_names, cross_product({1024}, 2, {256}));
-  add_rows("BM_core_heads", core_row<4, 4, 128, false>, heads_names, cross_product({1024}, 4, {128}));
+  add_rows("BM_core_heads", core_row<1, 1, 512, false>, heads_names,
+           cross_product({1024}, 1, {512}));
+  add_rows("BM_core_heads", core_row<2, 2, 256, false>, heads_names,
+           cross_product({1024}, 2, {256}));
+  add_rows("BM_core_heads", core_row<4, 4, 128, false>, heads_names,
+           cross_product({1024}, 4, {128}));
   add_rows("BM_core_heads", core_row<8, 8, 64, false>, heads_names, cross_product({1024}, 8, {64}));
-  add_rows("BM_core_heads", core_row<16, 16, 32, false>, heads_names, cross_product({1024}, 16, {32}));
+  add_rows("BM_core_heads", core_row<16, 16, 32, false>, heads_names,
+           cross_product({1024}, 16, {32}));
   return true;
 }();
 

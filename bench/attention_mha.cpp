@@ -41,7 +41,6 @@
 // bench/run.py does, so that nothing else shares the process.
 // smoke-filter: BM_mha/(fused|unfused|eigen)/n:128/h:8/d_model:512/threads:1/
 #include "attention_support.hpp"
-
 #include <argus/argus.hpp>
 
 #include <algorithm>
@@ -68,15 +67,23 @@ template <std::size_t DModel, std::size_t H, argus::mha_options O>
 struct mha_fixture {
   using module_type = argus::multi_head_attention<DModel, H, O>;
   module_type mha;
-  peer::mha_weights eigen{DModel,           H, module_type::kv_heads, module_type::d_k,
-                          module_type::d_v, module_type::kdim, module_type::vdim};
+  peer::mha_weights eigen{DModel,
+                          H,
+                          module_type::kv_heads,
+                          module_type::d_k,
+                          module_type::d_v,
+                          module_type::kdim,
+                          module_type::vdim};
 
   mha_fixture() {
     const float s = 1.0f / std::sqrt(float(DModel));
     fill(mha.w_q, 11, s), fill(mha.w_k, 12, s), fill(mha.w_v, 13, s), fill(mha.w_o, 14, s);
-    fill(mha.b_q, 15, 0.1f), fill(mha.b_k, 16, 0.1f), fill(mha.b_v, 17, 0.1f), fill(mha.b_o, 18, 0.1f);
-    copy(mha.w_q, eigen.w_q), copy(mha.w_k, eigen.w_k), copy(mha.w_v, eigen.w_v), copy(mha.w_o, eigen.w_o);
-    copy(mha.b_q, eigen.b_q), copy(mha.b_k, eigen.b_k), copy(mha.b_v, eigen.b_v), copy(mha.b_o, eigen.b_o);
+    fill(mha.b_q, 15, 0.1f), fill(mha.b_k, 16, 0.1f), fill(mha.b_v, 17, 0.1f),
+        fill(mha.b_o, 18, 0.1f);
+    copy(mha.w_q, eigen.w_q), copy(mha.w_k, eigen.w_k), copy(mha.w_v, eigen.w_v),
+        copy(mha.w_o, eigen.w_o);
+    copy(mha.b_q, eigen.b_q), copy(mha.b_k, eigen.b_k), copy(mha.b_v, eigen.b_v),
+        copy(mha.b_o, eigen.b_o);
   }
   template <class Tensor, class Matrix>
   static void copy(const Tensor& from, Matrix& to) {
@@ -84,12 +91,14 @@ struct mha_fixture {
   }
   static double flops(std::size_t sq, std::size_t skv, bool causal) {
     using m = module_type;
-    return argus::bench::projection_flops(1, sq, skv, DModel, H, m::kv_heads, m::d_k, m::d_v, m::kdim, m::vdim) +
+    return argus::bench::projection_flops(1, sq, skv, DModel, H, m::kv_heads, m::d_k, m::d_v,
+                                          m::kdim, m::vdim) +
            argus::bench::core_flops(1, H, sq, skv, m::d_k, m::d_v, causal);
   }
   std::size_t weight_bytes() const {
     return (mha.w_q.size() + mha.w_k.size() + mha.w_v.size() + mha.w_o.size() + mha.b_q.size() +
-            mha.b_k.size() + mha.b_v.size() + mha.b_o.size()) * sizeof(float);
+            mha.b_k.size() + mha.b_v.size() + mha.b_o.size()) *
+           sizeof(float);
   }
 };
 
@@ -102,15 +111,17 @@ void mha_row(benchmark::State& state, evaluator ev, const row_args& a) {
   bench::start_row(threads);
   mha_fixture<DModel, H, O> f;
   using activation = tensor<float, shape<batch<>, seq<>, model<DModel>>>;
-  activation xq(1, sq);                                        // (B,SEQ_Q,D_MODEL)
-  activation xkv(1, a.self_attention() ? 0 : skv);             // (B,SEQ_KV,D_MODEL)
-  activation out(1, sq);                                       // (B,SEQ_Q,D_MODEL)
+  activation xq(1, sq);                             // (B,SEQ_Q,D_MODEL)
+  activation xkv(1, a.self_attention() ? 0 : skv);  // (B,SEQ_KV,D_MODEL)
+  activation out(1, sq);                            // (B,SEQ_Q,D_MODEL)
   fill(xq, 1, 1.0f), fill(xkv, 2, 1.0f);
   const activation& keys = a.self_attention() ? xq : xkv;
   const activation& queries = xq;
   const auto y = [&] {
-    if constexpr (Causal) return f.mha.forward(queries, keys, keys, causal);
-    else return f.mha.forward(queries, keys, keys);
+    if constexpr (Causal)
+      return f.mha.forward(queries, keys, keys, causal);
+    else
+      return f.mha.forward(queries, keys, keys);
   }();
   const double flops = f.flops(sq, skv, Causal);
   switch (ev) {
@@ -123,9 +134,11 @@ void mha_row(benchmark::State& state, evaluator ev, const row_args& a) {
                         [&] { evaluate(y, unfused, out); });
       break;
     case evaluator::eigen:
-      bench::timed_loop(state, threads, flops, double(peer::mha_bytes(f.eigen, 1, sq, skv, threads)), [&] {
-        peer::forward(f.eigen, 1, sq, skv, queries.data(), keys.data(), keys.data(), out.data(), Causal, threads);
-      });
+      bench::timed_loop(state, threads, flops,
+                        double(peer::mha_bytes(f.eigen, 1, sq, skv, threads)), [&] {
+                          peer::forward(f.eigen, 1, sq, skv, queries.data(), keys.data(),
+                                        keys.data(), out.data(), Causal, threads);
+                        });
       break;
   }
   if (bench::checking()) {
@@ -144,8 +157,8 @@ void mha_memory_row(benchmark::State& state, evaluator ev, const row_args& a) {
   const double before = bench::rss_current_mib();
   mha_fixture<d_model, 8, mha_options{}> f;
   using activation = tensor<float, shape<batch<>, seq<>, model<d_model>>>;
-  activation x(1, n);                                          // (B,SEQ,D_MODEL)
-  activation out(1, n);                                        // (B,SEQ,D_MODEL)
+  activation x(1, n);    // (B,SEQ,D_MODEL)
+  activation out(1, n);  // (B,SEQ,D_MODEL)
   fill(x, 1, 1.0f);
   const activation& cx = x;
   const auto y = f.mha.forward(cx);
@@ -154,19 +167,23 @@ void mha_memory_row(benchmark::State& state, evaluator ev, const row_args& a) {
     bench::timed_loop(state, threads, flops, double(explain(y, fused).materialised_bytes()),
                       [&] { evaluate(y, fused, out); });
   else
-    bench::timed_loop(state, threads, flops, double(peer::mha_bytes(f.eigen, 1, n, n, threads)), [&] {
-      peer::forward(f.eigen, 1, n, n, cx.data(), cx.data(), cx.data(), out.data(), false, threads);
-    });
+    bench::timed_loop(state, threads, flops, double(peer::mha_bytes(f.eigen, 1, n, n, threads)),
+                      [&] {
+                        peer::forward(f.eigen, 1, n, n, cx.data(), cx.data(), cx.data(), out.data(),
+                                      false, threads);
+                      });
   const double mib = 1024.0 * 1024.0;
-  const double ideal = (double(x.size() * sizeof(float) + f.weight_bytes()) +
-                        3.0 * double(n * d_model * sizeof(float)) + double(out.size() * sizeof(float))) / mib;
+  const double ideal =
+      (double(x.size() * sizeof(float) + f.weight_bytes()) +
+       3.0 * double(n * d_model * sizeof(float)) + double(out.size() * sizeof(float))) /
+      mib;
   const double growth = bench::rss_high_water_mib() - before;
   state.counters["rss_growth_mb"] = growth;
   state.counters["ideal_mb"] = ideal;
   state.counters["memory_ratio"] = growth / ideal;
   state.counters["unfused_bytes_materialised"] =
-      benchmark::Counter(double(explain(y, unfused).materialised_bytes()), benchmark::Counter::kDefaults,
-                         benchmark::Counter::kIs1024);
+      benchmark::Counter(double(explain(y, unfused).materialised_bytes()),
+                         benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
 }
 
 /// BM_mha_parts/<part>: one part of the fused forward (see the header comment).
@@ -180,14 +197,14 @@ void mha_part_row(benchmark::State& state, mha_part part, const row_args& a) {
   mha_fixture<512, 8, mha_options{}> f;
   using activation = tensor<float, shape<batch<>, seq<>, model<512>>>;
   using heads = tensor<float, shape<batch<>, head<8>, seq<>, head_dim<64>>>;
-  activation x(1, n), out(1, n);                              // (B,SEQ,D_MODEL)
+  activation x(1, n), out(1, n);  // (B,SEQ,D_MODEL)
   fill(x, 1, 1.0f);
   const activation& cx = x;
   const double projection = bench::projection_flops(1, n, n, 512, 8, 8, 64, 64, 512, 512) / 4;
   const double core = bench::core_flops(1, 8, n, n, 64, 64, false);
   switch (part) {
     case mha_part::project_heads: {
-      heads q(1, n);                                          // (B,H,SEQ,D_K)
+      heads q(1, n);  // (B,H,SEQ,D_K)
       const auto e = split_heads<8>(project(cx, f.mha.w_q, f.mha.b_q));
       bench::timed_loop(state, threads, projection, double(explain(e, fused).materialised_bytes()),
                         [&] { evaluate(e, fused, q); });
@@ -200,7 +217,7 @@ void mha_part_row(benchmark::State& state, mha_part part, const row_args& a) {
       break;
     }
     case mha_part::core: {
-      heads q(1, n), k(1, n), v(1, n);                        // (B,H,SEQ,D_K) each
+      heads q(1, n), k(1, n), v(1, n);  // (B,H,SEQ,D_K) each
       fill(q, 2, 1.0f), fill(k, 3, 1.0f), fill(v, 4, 1.0f);
       const heads &cq = q, &ck = k, &cv = v;
       const auto e = merge_heads(attend(softmax(scores(cq, ck)), cv));
@@ -209,24 +226,27 @@ void mha_part_row(benchmark::State& state, mha_part part, const row_args& a) {
       break;
     }
     case mha_part::core_strided: {
-      activation q(1, n), k(1, n), v(1, n);                   // (B,SEQ,D_MODEL) each
+      activation q(1, n), k(1, n), v(1, n);  // (B,SEQ,D_MODEL) each
       fill(q, 2, 1.0f), fill(k, 3, 1.0f), fill(v, 4, 1.0f);
       const activation &cq = q, &ck = k, &cv = v;
-      const auto e = merge_heads(attend(softmax(scores(split_heads<8>(cq), split_heads<8>(ck))), split_heads<8>(cv)));
+      const auto e = merge_heads(
+          attend(softmax(scores(split_heads<8>(cq), split_heads<8>(ck))), split_heads<8>(cv)));
       bench::timed_loop(state, threads, core, double(explain(e, fused).materialised_bytes()),
                         [&] { evaluate(e, fused, out); });
       break;
     }
     case mha_part::forward: {
       const auto y = f.mha.forward(cx);
-      bench::timed_loop(state, threads, 4 * projection + core, double(explain(y, fused).materialised_bytes()),
+      bench::timed_loop(state, threads, 4 * projection + core,
+                        double(explain(y, fused).materialised_bytes()),
                         [&] { evaluate(y, fused, out); });
       break;
     }
   }
 }
 
-std::vector<std::vector<std::int64_t>> rows_over(const std::vector<std::vector<std::int64_t>>& configs) {
+std::vector<std::vector<std::int64_t>> rows_over(
+    const std::vector<std::vector<std::int64_t>>& configs) {
   std::vector<std::vector<std::int64_t>> rows;
   for (std::int64_t threads : {1, 2})
     for (auto r : configs) {
@@ -242,23 +262,38 @@ const bool registered = [] {
   argus::bench::add_peak_rows();
   const std::vector<std::string> names{"n", "h", "d_model", "threads"};
   add_rows("BM_mha", mha_row<512, 8, mha_options{}, false>, names,
-           rows_over({{128, 8, 512}, {256, 8, 512}, {512, 8, 512}, {1024, 8, 512}, {2048, 8, 512},
-                      {4096, 8, 512}, {8192, 8, 512}}));
-  add_rows("BM_mha_heads", mha_row<512, 1, mha_options{}, false>, names, rows_over({{1024, 1, 512}}));
-  add_rows("BM_mha_heads", mha_row<512, 2, mha_options{}, false>, names, rows_over({{1024, 2, 512}}));
-  add_rows("BM_mha_heads", mha_row<512, 4, mha_options{}, false>, names, rows_over({{1024, 4, 512}}));
-  add_rows("BM_mha_heads", mha_row<512, 8, mha_options{}, false>, names, rows_over({{1024, 8, 512}}));
-  add_rows("BM_mha_heads", mha_row<512, 16, mha_options{}, false>, names, rows_over({{1024, 16, 512}}));
-  add_rows("BM_mha_width", mha_row<256, 8, mha_options{}, false>, names, rows_over({{1024, 8, 256}}));
-  add_rows("BM_mha_width", mha_row<512, 8, mha_options{}, false>, names, rows_over({{1024, 8, 512}}));
-  add_rows("BM_mha_width", mha_row<1024, 8, mha_options{}, false>, names, rows_over({{1024, 8, 1024}}));
+           rows_over({{128, 8, 512},
+                      {256, 8, 512},
+                      {512, 8, 512},
+                      {1024, 8, 512},
+                      {2048, 8, 512},
+                      {4096, 8, 512},
+                      {8192, 8, 512}}));
+  add_rows("BM_mha_heads", mha_row<512, 1, mha_options{}, false>, names,
+           rows_over({{1024, 1, 512}}));
+  add_rows("BM_mha_heads", mha_row<512, 2, mha_options{}, false>, names,
+           rows_over({{1024, 2, 512}}));
+  add_rows("BM_mha_heads", mha_row<512, 4, mha_options{}, false>, names,
+           rows_over({{1024, 4, 512}}));
+  add_rows("BM_mha_heads", mha_row<512, 8, mha_options{}, false>, names,
+           rows_over({{1024, 8, 512}}));
+  add_rows("BM_mha_heads", mha_row<512, 16, mha_options{}, false>, names,
+           rows_over({{1024, 16, 512}}));
+  add_rows("BM_mha_width", mha_row<256, 8, mha_options{}, false>, names,
+           rows_over({{1024, 8, 256}}));
+  add_rows("BM_mha_width", mha_row<512, 8, mha_options{}, false>, names,
+           rows_over({{1024, 8, 512}}));
+  add_rows("BM_mha_width", mha_row<1024, 8, mha_options{}, false>, names,
+           rows_over({{1024, 8, 1024}}));
   add_rows("BM_mha_causal", mha_row<512, 8, mha_options{}, true>, names,
            rows_over({{1024, 8, 512}, {4096, 8, 512}}));
   add_rows("BM_mha_gqa", mha_row<512, 8, mha_options{.kv_heads = 2}, false>,
-           {"n", "h", "kv_h", "d_model", "threads"}, rows_over({{1024, 8, 2, 512}, {4096, 8, 2, 512}}));
-  add_rows("BM_mha_cross", mha_row<512, 8, mha_options{}, false>, {"n_q", "n_kv", "h", "d_model", "threads"},
-           rows_over({{256, 4096, 8, 512}}));
-  add_rows("BM_mha_decode", mha_row<512, 8, mha_options{}, false>, {"n_kv", "h", "d_model", "threads"},
+           {"n", "h", "kv_h", "d_model", "threads"},
+           rows_over({{1024, 8, 2, 512}, {4096, 8, 2, 512}}));
+  add_rows("BM_mha_cross", mha_row<512, 8, mha_options{}, false>,
+           {"n_q", "n_kv", "h", "d_model", "threads"}, rows_over({{256, 4096, 8, 512}}));
+  add_rows("BM_mha_decode", mha_row<512, 8, mha_options{}, false>,
+           {"n_kv", "h", "d_model", "threads"},
            rows_over({{1024, 8, 512}, {4096, 8, 512}, {8192, 8, 512}}));
   const std::pair<const char*, mha_part> parts[] = {{"project_heads", mha_part::project_heads},
                                                     {"project", mha_part::project},
@@ -281,9 +316,11 @@ const bool registered = [] {
   }
   for (evaluator e : {evaluator::fused, evaluator::eigen}) {
     const std::string name = std::string("BM_mha_memory/") + argus::bench::evaluator_name(e);
-    benchmark::RegisterBenchmark(name.c_str(), [e](benchmark::State& s) {
-      mha_memory_row(s, e, row_args::from({"n", "h", "d_model", "threads"}));
-    })
+    benchmark::RegisterBenchmark(
+        name.c_str(),
+        [e](benchmark::State& s) {
+          mha_memory_row(s, e, row_args::from({"n", "h", "d_model", "threads"}));
+        })
         ->Args({16384, 8, 512, 2})
         ->ArgNames({"n", "h", "d_model", "threads"})
         ->Iterations(1)

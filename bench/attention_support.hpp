@@ -33,6 +33,7 @@
 #include "peak_fma.hpp"
 
 #include <benchmark/benchmark.h>
+
 #include <sys/resource.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -53,7 +54,8 @@ namespace argus::bench {
 
 /// Who evaluates a row: argus's two policies, or the Eigen peer.
 enum class evaluator { fused, unfused, eigen };
-inline constexpr evaluator all_evaluators[] = {evaluator::fused, evaluator::unfused, evaluator::eigen};
+inline constexpr evaluator all_evaluators[] = {evaluator::fused, evaluator::unfused,
+                                               evaluator::eigen};
 
 inline const char* evaluator_name(evaluator e) {
   return e == evaluator::fused ? "fused" : e == evaluator::unfused ? "unfused" : "eigen";
@@ -83,7 +85,8 @@ inline void peak_fma_row(benchmark::State& state) {
 inline long status_kib(const std::string& key) {
   std::ifstream f("/proc/self/status");
   for (std::string line; std::getline(f, line);)
-    if (line.compare(0, key.size() + 1, key + ":") == 0) return std::atol(line.c_str() + key.size() + 1);
+    if (line.compare(0, key.size() + 1, key + ":") == 0)
+      return std::atol(line.c_str() + key.size() + 1);
   return -1;
 }
 
@@ -114,8 +117,8 @@ inline double rss_current_mib() { return double(status_kib("VmRSS")) / 1024.0; }
 // --- flops ---------------------------------------------------------------------------------------
 
 /// The attention core: S = Q·Kᵀ and O = P·V, 2 flops per multiply-add, half under causal.
-inline double core_flops(std::size_t batch, std::size_t heads, std::size_t seq_q, std::size_t seq_kv,
-                         std::size_t d_k, std::size_t d_v, bool causal) {
+inline double core_flops(std::size_t batch, std::size_t heads, std::size_t seq_q,
+                         std::size_t seq_kv, std::size_t d_k, std::size_t d_v, bool causal) {
   return 2.0 * double(batch * heads) * double(seq_q) * double(seq_kv) * double(d_k + d_v) *
          (causal ? 0.5 : 1.0);
 }
@@ -123,10 +126,13 @@ inline double core_flops(std::size_t batch, std::size_t heads, std::size_t seq_q
 /// The four projections of the module.
 inline double projection_flops(std::size_t batch, std::size_t seq_q, std::size_t seq_kv,
                                std::size_t d_model, std::size_t heads, std::size_t kv_heads,
-                               std::size_t d_k, std::size_t d_v, std::size_t kdim, std::size_t vdim) {
+                               std::size_t d_k, std::size_t d_v, std::size_t kdim,
+                               std::size_t vdim) {
   return 2.0 * double(batch) *
-         (double(seq_q) * double(d_model * heads * d_k) + double(seq_kv) * double(kdim * kv_heads * d_k) +
-          double(seq_kv) * double(vdim * kv_heads * d_v) + double(seq_q) * double(heads * d_v * d_model));
+         (double(seq_q) * double(d_model * heads * d_k) +
+          double(seq_kv) * double(kdim * kv_heads * d_k) +
+          double(seq_kv) * double(vdim * kv_heads * d_v) +
+          double(seq_q) * double(heads * d_v * d_model));
 }
 
 // --- rows ----------------------------------------------------------------------------------------
@@ -149,7 +155,9 @@ struct row_args {
   std::size_t seq_q(const benchmark::State& s) const {
     return std::size_t(n >= 0 ? s.range(n) : n_q >= 0 ? s.range(n_q) : 1);
   }
-  std::size_t seq_kv(const benchmark::State& s) const { return std::size_t(s.range(n >= 0 ? n : n_kv)); }
+  std::size_t seq_kv(const benchmark::State& s) const {
+    return std::size_t(s.range(n >= 0 ? n : n_kv));
+  }
   bool self_attention() const { return n >= 0; }
   int thread_count(const benchmark::State& s) const { return int(s.range(threads)); }
 };
@@ -157,7 +165,8 @@ struct row_args {
 using row_function = void (*)(benchmark::State&, evaluator, const row_args&);
 
 /// Registers `family`/<evaluator> for each evaluator, with one row per argument list.
-inline void add_rows(const std::string& family, row_function f, const std::vector<std::string>& names,
+inline void add_rows(const std::string& family, row_function f,
+                     const std::vector<std::string>& names,
                      const std::vector<std::vector<std::int64_t>>& arg_lists,
                      std::vector<evaluator> evaluators = {all_evaluators, all_evaluators + 3}) {
   const row_args a = row_args::from(names);
@@ -172,7 +181,12 @@ inline void add_rows(const std::string& family, row_function f, const std::vecto
 /// Registers BM_peak_fma/threads:1 and /threads:2.
 inline void add_peak_rows() {
   benchmark::RegisterBenchmark("BM_peak_fma", peak_fma_row)
-      ->ArgName("threads")->Arg(1)->Arg(2)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+      ->ArgName("threads")
+      ->Arg(1)
+      ->Arg(2)
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 /// The common start of a row: the high-water mark reset, the thread count set for argus
@@ -188,7 +202,8 @@ inline void start_row(int threads) {
 /// Runs call() once to warm the thread pool and the allocator unless a call is long
 /// (flops > 4e10, over about 0.2 s), then the timed loop; sets every counter.
 template <class F>
-void timed_loop(benchmark::State& state, int threads, double flops, double bytes_materialised, F&& call) {
+void timed_loop(benchmark::State& state, int threads, double flops, double bytes_materialised,
+                F&& call) {
   if (flops <= 4e10) call();
   for (auto _ : state) {
     call();
@@ -197,8 +212,10 @@ void timed_loop(benchmark::State& state, int threads, double flops, double bytes
   using benchmark::Counter;
   const double peak = peak_gflops(threads);
   state.counters["GFLOPS"] = Counter(flops * 1e-9, Counter::kIsIterationInvariantRate);
-  state.counters["peak_pct"] = Counter(100.0 * flops * 1e-9 / peak, Counter::kIsIterationInvariantRate);
-  state.counters["bytes_materialised"] = Counter(bytes_materialised, Counter::kDefaults, Counter::kIs1024);
+  state.counters["peak_pct"] =
+      Counter(100.0 * flops * 1e-9 / peak, Counter::kIsIterationInvariantRate);
+  state.counters["bytes_materialised"] =
+      Counter(bytes_materialised, Counter::kDefaults, Counter::kIs1024);
   state.counters["peak_rss_mb"] = rss_high_water_mib();
   argus::set_num_threads(0);
 }

@@ -75,7 +75,8 @@ inline void softmax_rows(row_matrix& s, bool causal) {
   const Eigen::Index cols = s.cols();
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
     auto r = s.row(i);
-    if (causal && i + 1 < cols) r.tail(cols - i - 1).setConstant(-std::numeric_limits<float>::infinity());
+    if (causal && i + 1 < cols)
+      r.tail(cols - i - 1).setConstant(-std::numeric_limits<float>::infinity());
     const float m = r.maxCoeff();
     r = (r.array() - m).exp().matrix();
     r *= 1.0f / r.sum();
@@ -84,25 +85,31 @@ inline void softmax_rows(row_matrix& s, bool causal) {
 
 /// Bytes core() allocates: one (seq_q × seq_kv) score matrix per thread.
 inline std::size_t core_bytes(const core_dims& d, int threads) {
-  const std::size_t used = std::min<std::size_t>(std::size_t(std::max(threads, 1)), d.batch * d.heads);
+  const std::size_t used =
+      std::min<std::size_t>(std::size_t(std::max(threads, 1)), d.batch * d.heads);
   return used * d.seq_q * d.seq_kv * sizeof(float);
 }
 
 /// O = softmax(scale · Q·Kᵀ [causal]) · V for every (batch, head); query head h reads key and
 /// value head h / (heads / kv_heads).
-inline void core(const core_dims& d, strided4 q, strided4 k, strided4 v, strided4_out o, float scale,
-                 bool causal, int threads) {
-  const std::size_t used = std::min<std::size_t>(std::size_t(std::max(threads, 1)), d.batch * d.heads);
+inline void core(const core_dims& d, strided4 q, strided4 k, strided4 v, strided4_out o,
+                 float scale, bool causal, int threads) {
+  const std::size_t used =
+      std::min<std::size_t>(std::size_t(std::max(threads, 1)), d.batch * d.heads);
   std::vector<row_matrix> scores(used);  // one per thread, reused over its heads
   for (auto& s : scores) s.resize(Eigen::Index(d.seq_q), Eigen::Index(d.seq_kv));
   const std::size_t group = d.heads / d.kv_heads;
   const auto sq = Eigen::Index(d.seq_q), skv = Eigen::Index(d.seq_kv);
   parallel_tasks(d.batch * d.heads, threads, [&](std::size_t t, std::size_t thread) {
     const std::size_t b = t / d.heads, h = t % d.heads, g = h / group;
-    const_strided_map qh(q.data + b * q.batch + h * q.head, sq, Eigen::Index(d.d_k), Eigen::OuterStride<>(Eigen::Index(q.row)));
-    const_strided_map kh(k.data + b * k.batch + g * k.head, skv, Eigen::Index(d.d_k), Eigen::OuterStride<>(Eigen::Index(k.row)));
-    const_strided_map vh(v.data + b * v.batch + g * v.head, skv, Eigen::Index(d.d_v), Eigen::OuterStride<>(Eigen::Index(v.row)));
-    strided_map oh(o.data + b * o.batch + h * o.head, sq, Eigen::Index(d.d_v), Eigen::OuterStride<>(Eigen::Index(o.row)));
+    const_strided_map qh(q.data + b * q.batch + h * q.head, sq, Eigen::Index(d.d_k),
+                         Eigen::OuterStride<>(Eigen::Index(q.row)));
+    const_strided_map kh(k.data + b * k.batch + g * k.head, skv, Eigen::Index(d.d_k),
+                         Eigen::OuterStride<>(Eigen::Index(k.row)));
+    const_strided_map vh(v.data + b * v.batch + g * v.head, skv, Eigen::Index(d.d_v),
+                         Eigen::OuterStride<>(Eigen::Index(v.row)));
+    strided_map oh(o.data + b * o.batch + h * o.head, sq, Eigen::Index(d.d_v),
+                   Eigen::OuterStride<>(Eigen::Index(o.row)));
     row_matrix& s = scores[thread];
     s.noalias() = scale * (qh * kh.transpose());
     softmax_rows(s, causal);
@@ -119,21 +126,29 @@ struct mha_weights {
 
   mha_weights(std::size_t d_model_, std::size_t heads_, std::size_t kv_heads_, std::size_t d_k_,
               std::size_t d_v_, std::size_t kdim_, std::size_t vdim_)
-      : d_model(d_model_), heads(heads_), kv_heads(kv_heads_), d_k(d_k_), d_v(d_v_), kdim(kdim_),
+      : d_model(d_model_),
+        heads(heads_),
+        kv_heads(kv_heads_),
+        d_k(d_k_),
+        d_v(d_v_),
+        kdim(kdim_),
         vdim(vdim_),
         w_q(Eigen::Index(d_model), Eigen::Index(heads * d_k)),
         w_k(Eigen::Index(kdim), Eigen::Index(kv_heads * d_k)),
         w_v(Eigen::Index(vdim), Eigen::Index(kv_heads * d_v)),
         w_o(Eigen::Index(heads * d_v), Eigen::Index(d_model)),
-        b_q(Eigen::Index(heads * d_k)), b_k(Eigen::Index(kv_heads * d_k)),
-        b_v(Eigen::Index(kv_heads * d_v)), b_o(Eigen::Index(d_model)) {}
+        b_q(Eigen::Index(heads * d_k)),
+        b_k(Eigen::Index(kv_heads * d_k)),
+        b_v(Eigen::Index(kv_heads * d_v)),
+        b_o(Eigen::Index(d_model)) {}
 };
 
 /// out = x·W + b, rows split over threads in equal blocks.
 template <class X, class Out>
 void project(const X& x, const row_matrix& w, const Eigen::RowVectorXf& b, Out& out, int threads) {
   const std::size_t rows = std::size_t(x.rows());
-  const std::size_t blocks = std::min<std::size_t>(std::size_t(std::max(threads, 1)), std::max<std::size_t>(rows / 16, 1));
+  const std::size_t blocks =
+      std::min<std::size_t>(std::size_t(std::max(threads, 1)), std::max<std::size_t>(rows / 16, 1));
   parallel_tasks(blocks, threads, [&](std::size_t t, std::size_t) {
     const auto r0 = Eigen::Index(rows * t / blocks), r1 = Eigen::Index(rows * (t + 1) / blocks);
     auto o = out.middleRows(r0, r1 - r0);
@@ -143,8 +158,8 @@ void project(const X& x, const row_matrix& w, const Eigen::RowVectorXf& b, Out& 
 }
 
 /// Bytes forward() allocates: Q, K, V, the concatenated heads and the score matrices.
-inline std::size_t mha_bytes(const mha_weights& w, std::size_t batch, std::size_t seq_q, std::size_t seq_kv,
-                             int threads) {
+inline std::size_t mha_bytes(const mha_weights& w, std::size_t batch, std::size_t seq_q,
+                             std::size_t seq_kv, int threads) {
   const std::size_t qkv = batch * (seq_q * w.heads * w.d_k + seq_kv * w.kv_heads * (w.d_k + w.d_v));
   const std::size_t concat = batch * seq_q * w.heads * w.d_v;
   return (qkv + concat) * sizeof(float) +
@@ -160,20 +175,19 @@ inline void forward(const mha_weights& w, std::size_t batch, std::size_t seq_q, 
   const_map xq(x_q, rq, Eigen::Index(w.d_model));
   const_map xk(x_k, rkv, Eigen::Index(w.kdim));
   const_map xv(x_v, rkv, Eigen::Index(w.vdim));
-  row_matrix q(rq, Eigen::Index(w.heads * w.d_k));        // (B*SEQ_Q,H*D_K)
-  row_matrix k(rkv, Eigen::Index(w.kv_heads * w.d_k));    // (B*SEQ_KV,G*D_K)
-  row_matrix v(rkv, Eigen::Index(w.kv_heads * w.d_v));    // (B*SEQ_KV,G*D_V)
-  row_matrix heads(rq, Eigen::Index(w.heads * w.d_v));    // (B*SEQ_Q,H*D_V): the concat
+  row_matrix q(rq, Eigen::Index(w.heads * w.d_k));      // (B*SEQ_Q,H*D_K)
+  row_matrix k(rkv, Eigen::Index(w.kv_heads * w.d_k));  // (B*SEQ_KV,G*D_K)
+  row_matrix v(rkv, Eigen::Index(w.kv_heads * w.d_v));  // (B*SEQ_KV,G*D_V)
+  row_matrix heads(rq, Eigen::Index(w.heads * w.d_v));  // (B*SEQ_Q,H*D_V): the concat
   project(xq, w.w_q, w.b_q, q, threads);
   project(xk, w.w_k, w.b_k, k, threads);
   project(xv, w.w_v, w.b_v, v, threads);
   // Head h of Q is columns [h·d_k, (h+1)·d_k) of q: a strided block, no split copy.
   const std::size_t hq = w.heads * w.d_k, hk = w.kv_heads * w.d_k, hv = w.kv_heads * w.d_v;
   const std::size_t ho = w.heads * w.d_v;
-  core({batch, w.heads, w.kv_heads, seq_q, seq_kv, w.d_k, w.d_v},
-       {q.data(), seq_q * hq, w.d_k, hq}, {k.data(), seq_kv * hk, w.d_k, hk},
-       {v.data(), seq_kv * hv, w.d_v, hv}, {heads.data(), seq_q * ho, w.d_v, ho},
-       1.0f / std::sqrt(float(w.d_k)), causal, threads);
+  core({batch, w.heads, w.kv_heads, seq_q, seq_kv, w.d_k, w.d_v}, {q.data(), seq_q * hq, w.d_k, hq},
+       {k.data(), seq_kv * hk, w.d_k, hk}, {v.data(), seq_kv * hv, w.d_v, hv},
+       {heads.data(), seq_q * ho, w.d_v, ho}, 1.0f / std::sqrt(float(w.d_k)), causal, threads);
   Eigen::Map<row_matrix> o(out, rq, Eigen::Index(w.d_model));
   project(heads, w.w_o, w.b_o, o, threads);
 }

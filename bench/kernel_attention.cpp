@@ -21,8 +21,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <cstddef>
+#include <ctime>
 #include <map>
 #include <random>
 #include <vector>
@@ -34,7 +34,8 @@ constexpr std::size_t heads = 8, d = 64;
 double peak_gflops(int threads) {
   static std::map<int, double> cache;
   auto it = cache.find(threads);
-  if (it == cache.end()) it = cache.emplace(threads, argus::bench::measure_peak_gflops(threads)).first;
+  if (it == cache.end())
+    it = cache.emplace(threads, argus::bench::measure_peak_gflops(threads)).first;
   return it->second;
 }
 
@@ -48,7 +49,8 @@ struct attention_data {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (auto* t : {&q, &k, &v})
       for (float& x : *t) x = u(rng);
-    p.batch = 1, p.heads = heads, p.kv_heads = heads, p.seq_q = seq_q, p.seq_kv = seq_kv, p.d_k = d, p.d_v = d;
+    p.batch = 1, p.heads = heads, p.kv_heads = heads, p.seq_q = seq_q, p.seq_kv = seq_kv, p.d_k = d,
+    p.d_v = d;
     p.q = q.data(), p.q_batch = heads * seq_q * d, p.q_head = seq_q * d, p.q_row = d;
     p.k = k.data(), p.k_batch = heads * seq_kv * d, p.k_head = seq_kv * d, p.k_row = d;
     p.v = v.data(), p.v_batch = heads * seq_kv * d, p.v_head = seq_kv * d, p.v_row = d;
@@ -75,7 +77,8 @@ void run(benchmark::State& state, attention_data& data, int threads, double flop
   argus::set_num_threads(0);
   const double total = flops * 1e-9 * double(state.iterations());
   const double peak = peak_gflops(threads);
-  state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_pct"] = 100.0 * total / seconds / peak;
   state.counters["peak_GFLOPS"] = peak;
   state.counters["cpu_peak_pct"] = 100.0 * total / (double(cpu) / CLOCKS_PER_SEC) / peak_gflops(1);
@@ -113,7 +116,15 @@ void long_prefill_arguments(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(flash_attention)->Apply(prefill_arguments)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(flash_attention)->Apply(long_prefill_arguments)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK(flash_decode)->Args({8192, 1})->Args({8192, 2})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(flash_attention)
+    ->Apply(long_prefill_arguments)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
+BENCHMARK(flash_decode)
+    ->Args({8192, 1})
+    ->Args({8192, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

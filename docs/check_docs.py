@@ -144,8 +144,14 @@ def all_blocks():
     return out
 
 
+def squash(line):
+    """A line with its runs of blanks made one: a quote survives clang-format's realignment
+    of trailing comments and declarations."""
+    return " ".join(line.split())
+
+
 def norm(text):
-    return [l.strip() for l in text.strip("\n").split("\n")]
+    return [squash(l) for l in text.strip("\n").split("\n")]
 
 
 _sources = None
@@ -158,7 +164,7 @@ def source_lines():
         for base in QUOTE_SOURCES:
             for p in sorted((ROOT / base).rglob("*")):
                 if p.suffix in (".cpp", ".hpp", ".cmake", ".txt") and p.is_file():
-                    _sources[p] = [l.strip() for l in p.read_text(errors="replace").split("\n")]
+                    _sources[p] = [squash(l) for l in p.read_text(errors="replace").split("\n")]
     return _sources
 
 

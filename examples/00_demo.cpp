@@ -14,7 +14,8 @@ namespace {
 
 using mha_t = argus::multi_head_attention<512, 8>;  // d_model 512, 8 heads, bias
 template <std::size_t D>
-using activations = argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<D>>>;
+using activations =
+    argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<D>>>;
 
 /// Deterministic weights, uniform in ±1/sqrt(fan_in) as torch's default initialisation.
 template <class Tensor>
@@ -30,7 +31,8 @@ double best_seconds(F&& f, int repeats) {
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
 }
@@ -52,7 +54,7 @@ int main() {
 
   // A short sentence of 12 tokens: x[t][j] = sin(t / 10000^(j/d)) style positional signal.
   const std::size_t n = 12;
-  activations<512> x(1, n);                                                // (1,SEQ,D_MODEL)
+  activations<512> x(1, n);  // (1,SEQ,D_MODEL)
   for (std::size_t t = 0; t < n; ++t)
     for (std::size_t j = 0; j < 512; ++j) {
       const double angle = double(t) / std::pow(10000.0, double(j / 2 * 2) / 512.0);
@@ -60,7 +62,7 @@ int main() {
     }
 
   const auto y = mha.forward(x);  // self-attention, an expression: nothing computed yet
-  const activations<512> out = argus::evaluate(y, argus::unfused);          // (1,SEQ,D_MODEL)
+  const activations<512> out = argus::evaluate(y, argus::unfused);  // (1,SEQ,D_MODEL)
   double checksum = 0;
   for (float v : out) checksum += v;
   std::printf("\noutput shape (batch, seq, d_model) = (%zu, %zu, %zu), checksum (sum) %.6f\n",
@@ -76,7 +78,7 @@ int main() {
 
   // The same expression evaluated both ways on a longer input.
   const std::size_t long_n = 1024;
-  activations<512> xl(1, long_n);                                          // (1,SEQ,D_MODEL)
+  activations<512> xl(1, long_n);  // (1,SEQ,D_MODEL)
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : xl) v = nd(g);
   const auto yl = mha.forward(xl, argus::causal);
@@ -88,8 +90,9 @@ int main() {
     max_diff = std::max(max_diff, double(std::abs(a.data()[i] - b.data()[i])));
     max_abs = std::max(max_abs, double(std::abs(a.data()[i])));
   }
-  std::printf("\ncausal self-attention, n = %zu: fused vs unfused max |difference| %.2e (max |out| %.3f)\n",
-              long_n, max_diff, max_abs);
+  std::printf(
+      "\ncausal self-attention, n = %zu: fused vs unfused max |difference| %.2e (max |out| %.3f)\n",
+      long_n, max_diff, max_abs);
   std::printf("  unfused %.2f ms, fused %.2f ms (best of 3): fused is %.2fx the speed of unfused\n",
               tu * 1e3, tf * 1e3, tu / tf);
   return max_diff <= 1e-4 * std::max(1.0, max_abs) ? 0 : 1;

@@ -49,10 +49,10 @@ int main() {
   // An axis is an extent with a meaning: batch, seq, model (features), head, head_dim.
   // A number is a static extent, part of the type; `dyn` (the default for batch and seq)
   // is a run-time extent, given when the object is made, as std::dynamic_extent in mdspan.
-  using activation = shape<batch<>, seq<>, model<16>>;   // (BATCH,SEQ,D_MODEL), D_MODEL = 16
+  using activation = shape<batch<>, seq<>, model<16>>;  // (BATCH,SEQ,D_MODEL), D_MODEL = 16
   static_assert(activation::rank() == 3 && activation::rank_dynamic() == 2);
   static_assert(activation::static_extent(2) == 16 && activation::static_extent(0) == dyn);
-  static_assert(activation::static_size() == dyn);       // unknown until the extents are
+  static_assert(activation::static_size() == dyn);  // unknown until the extents are
   static_assert(shape<seq<4>, model<16>>::static_size() == 64);
 
   // Axes of different kinds never match, even with equal numbers: (seq, model) is not
@@ -62,7 +62,7 @@ int main() {
   static_assert(shape_has_axes<activation, batch, seq, model>);
 
   // --- Shapes: the run-time extents, in axis order ------------------------------------
-  const activation s(2, 5);                              // batch 2, seq 5, model 16
+  const activation s(2, 5);  // batch 2, seq 5, model 16
   print_shape("shape<batch<>, seq<>, model<16>>", s);
   check(s.extent(0) == 2 && s.extent(1) == 5 && s.extent(2) == 16 && s.size() == 160,
         "shape(2, 5) has extents (2,5,16) and 160 elements");
@@ -70,7 +70,7 @@ int main() {
   // from_extents takes every extent and checks the static ones.
   bool threw = false;
   try {
-    (void)activation::from_extents({2, 5, 17});          // model<16> given as 17
+    (void)activation::from_extents({2, 5, 17});  // model<16> given as 17
   } catch (const shape_error& e) {
     threw = true;
     std::printf("  from_extents({2, 5, 17}) threw argus::shape_error: %s\n", e.what());
@@ -78,7 +78,7 @@ int main() {
   check(threw, "a static extent given a different value throws shape_error");
 
   // --- Tensors: owning, aligned, row-major; elements start at zero ---------------------
-  tensor<float, activation> x(2, 5);                     // (BATCH,SEQ,D_MODEL) = (2,5,16)
+  tensor<float, activation> x(2, 5);  // (BATCH,SEQ,D_MODEL) = (2,5,16)
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t t = 0; t < 5; ++t)
       for (std::size_t j = 0; j < 16; ++j) x(b, t, j) = float(100 * b + 10 * t) + 0.01f * float(j);
@@ -96,9 +96,9 @@ int main() {
   //     (B,H,S,DK):(S*D, DK, D, 1)
   // (docs/explanation/layouts.md derives it). No element moves.
   constexpr std::size_t H = 4, DK = 16 / H;
-  const auto heads = split_heads_view<H>(xv);            // (BATCH,HEAD,SEQ,D_K) = (2,4,5,4)
-  static_assert(std::is_same_v<decltype(heads)::shape_type,
-                               shape<batch<>, head<4>, seq<>, head_dim<4>>>);
+  const auto heads = split_heads_view<H>(xv);  // (BATCH,HEAD,SEQ,D_K) = (2,4,5,4)
+  static_assert(
+      std::is_same_v<decltype(heads)::shape_type, shape<batch<>, head<4>, seq<>, head_dim<4>>>);
   print_shape("split_heads_view<4>(x)", heads.shape());
   print_strides("split_heads_view<4>(x)", heads);
   check(heads.stride(0) == 80 && heads.stride(1) == DK && heads.stride(2) == 16 &&
@@ -110,7 +110,8 @@ int main() {
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t t = 0; t < 5; ++t)
-        for (std::size_t d = 0; d < DK; ++d) post = post && &heads(b, h, t, d) == &x(b, t, h * DK + d);
+        for (std::size_t d = 0; d < DK; ++d)
+          post = post && &heads(b, h, t, d) == &x(b, t, h * DK + d);
   check(post, "post-condition on every coordinate: &heads(b,h,s,d) == &x(b,s,h*DK+d)");
   std::printf("  heads(1, 2, 3, 1) = %.2f = x(1, 3, 9) = %.2f\n", double(heads(1, 2, 3, 1)),
               double(x(1, 3, 9)));
@@ -130,8 +131,9 @@ int main() {
   static_assert(can_split_heads<4, tensor<float, activation>>);
   static_assert(!can_split_heads<3, tensor<float, activation>>);
   static_assert(!heads_divide_width<16, 3>);
-  std::printf("  split_heads<3> of a model<16> tensor is rejected at compile time "
-              "(heads_divide_width<16, 3> is false)\n");
+  std::printf(
+      "  split_heads<3> of a model<16> tensor is rejected at compile time "
+      "(heads_divide_width<16, 3> is false)\n");
 
   std::printf("%s\n", failures ? "01_shapes: FAILED" : "01_shapes: all checks passed");
   return failures ? 1 : 0;

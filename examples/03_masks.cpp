@@ -77,7 +77,9 @@ bool weights_respect(const Weights& p, Ignored ignored) {
 
 // Whether ignore_keys accepts a padding tensor of type P (bool and uint8_t only).
 template <class P>
-concept can_ignore_keys = requires(P& p) { argus::ignore_keys(p); };
+concept can_ignore_keys = requires(P& p) {
+  argus::ignore_keys(p);
+};
 
 }  // namespace
 
@@ -88,9 +90,9 @@ int main() {
   constexpr std::size_t H = 2, DK = 4;
   const std::size_t B = 2, S = 6;
   using heads = tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>>;
-  heads q(B, S), k(B, S), v(B, S);                       // (BATCH,HEAD,SEQ,D_K) = (2,2,6,4)
+  heads q(B, S), k(B, S), v(B, S);  // (BATCH,HEAD,SEQ,D_K) = (2,2,6,4)
   randomize(q, 1.0, g), randomize(k, 1.0, g), randomize(v, 1.0, g);
-  const auto s = scores(q, k);                           // (B,H,SEQ_Q,SEQ_KV): Q·Kᵀ/sqrt(DK)
+  const auto s = scores(q, k);  // (B,H,SEQ_Q,SEQ_KV): Q·Kᵀ/sqrt(DK)
 
   // --- causal: query i sees keys 0..i ---------------------------------------------------
   const auto causal_p = evaluate(softmax(mask(s, causal)), unfused);  // (B,H,S,S)
@@ -100,7 +102,7 @@ int main() {
 
   // --- ignore_keys: per batch item, the padding keys -------------------------------------
   // Item 0 is right-padded (keys 4, 5 are padding), item 1 left-padded (keys 0, 1).
-  tensor<std::uint8_t, shape<batch<>, seq<>>> padding(B, S);          // (BATCH,SEQ_KV)
+  tensor<std::uint8_t, shape<batch<>, seq<>>> padding(B, S);  // (BATCH,SEQ_KV)
   padding(0, 4) = padding(0, 5) = 1;
   padding(1, 0) = padding(1, 1) = 1;
   auto is_padding = [&](std::size_t b, std::size_t, std::size_t j) { return padding(b, j) != 0; };
@@ -112,17 +114,18 @@ int main() {
 
   // --- ignore_where: per (query, key) pair -------------------------------------------------
   // A local window: query i ignores the keys more than one position away.
-  tensor<bool, shape<seq<>, seq<>>> far(S, S);                         // (SEQ_Q,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> far(S, S);  // (SEQ_Q,SEQ_KV)
   for (std::size_t i = 0; i < S; ++i)
     for (std::size_t j = 0; j < S; ++j) far(i, j) = (i > j ? i - j : j - i) > 1;
   const auto window_p = evaluate(softmax(mask(s, ignore_where(far))), unfused);
   print_weights("ignore_where(|i - j| > 1)", window_p, 0, 0);
-  check(weights_respect(window_p, [&](std::size_t, std::size_t i, std::size_t j) { return far(i, j); }),
+  check(weights_respect(window_p,
+                        [&](std::size_t, std::size_t i, std::size_t j) { return far(i, j); }),
         "ignore_where: ignored pairs get weight 0");
 
   // --- add_to_scores: a bias on the logits; -infinity ignores -----------------------------
   // An ALiBi-style distance penalty, and key 0 forbidden to the last query.
-  tensor<float, shape<seq<>, seq<>>> bias(S, S);                       // (SEQ_Q,SEQ_KV)
+  tensor<float, shape<seq<>, seq<>>> bias(S, S);  // (SEQ_Q,SEQ_KV)
   for (std::size_t i = 0; i < S; ++i)
     for (std::size_t j = 0; j < S; ++j) bias(i, j) = -0.5f * float(i > j ? i - j : j - i);
   bias(S - 1, 0) = -std::numeric_limits<float>::infinity();
@@ -136,10 +139,11 @@ int main() {
   // ignores it, and additive terms add.
   const auto all_masks = attend(
       softmax(mask(s, causal, ignore_keys(padding), ignore_where(far), add_to_scores(bias))), v);
-  const auto all_unfused = evaluate(all_masks, unfused);               // (B,H,SEQ_Q,D_K)
+  const auto all_unfused = evaluate(all_masks, unfused);  // (B,H,SEQ_Q,D_K)
   const auto all_fused = evaluate(all_masks, fused);
-  std::printf("combined causal + ignore_keys + ignore_where + add_to_scores: fused vs unfused %.1e\n",
-              max_rel_diff(all_fused, all_unfused));
+  std::printf(
+      "combined causal + ignore_keys + ignore_where + add_to_scores: fused vs unfused %.1e\n",
+      max_rel_diff(all_fused, all_unfused));
   check(max_rel_diff(all_fused, all_unfused) <= 1e-5 &&
             max_rel_diff(all_unfused, evaluate_reference(all_masks)) <= 1e-5,
         "combined masks: fused == unfused == reference");
@@ -155,24 +159,24 @@ int main() {
   const auto left_u = evaluate(left, unfused), left_f = evaluate(left, fused);  // (B,H,SEQ_Q,D_K)
   for (std::size_t h = 0; h < H; ++h)
     for (std::size_t i = 0; i < 2; ++i)
-      for (std::size_t d = 0; d < DK; ++d) zeros = zeros && left_u(1, h, i, d) == 0 && left_f(1, h, i, d) == 0;
-  check(zeros && weights_respect(left_p, [&](std::size_t b, std::size_t i, std::size_t j) {
-          return j > i || padding(b, j) != 0;
-        }),
-        "fully masked rows: weights 0 and output 0 (not NaN), fused and unfused");
+      for (std::size_t d = 0; d < DK; ++d)
+        zeros = zeros && left_u(1, h, i, d) == 0 && left_f(1, h, i, d) == 0;
+  check(
+      zeros && weights_respect(left_p, [&](std::size_t b, std::size_t i,
+                                           std::size_t j) { return j > i || padding(b, j) != 0; }),
+      "fully masked rows: weights 0 and output 0 (not NaN), fused and unfused");
 
   // --- Attention weights of the module ----------------------------------------------------
   // attention_weights(y) is the softmax sub-expression of y: (batch, head, seq_q, seq_kv).
-  multi_head_attention<8, H> mha;                        // d_model 8, 2 heads of width 4
+  multi_head_attention<8, H> mha;  // d_model 8, 2 heads of width 4
   for (auto* w : {&mha.w_q, &mha.w_k, &mha.w_v, &mha.w_o}) randomize(*w, 0.5, g);
   tensor<float, shape<batch<>, seq<>, model<8>>> x(B, S);  // (BATCH,SEQ,D_MODEL)
   randomize(x, 1.0, g);
   const auto y = mha.forward(x, causal, ignore_keys(padding));
-  const auto weights = evaluate(attention_weights(y), unfused);         // (B,H,SEQ_Q,SEQ_KV)
+  const auto weights = evaluate(attention_weights(y), unfused);  // (B,H,SEQ_Q,SEQ_KV)
   print_weights("multi_head_attention<8, 2>, causal + padding", weights, 0, 1);
-  check(weights_respect(weights, [&](std::size_t b, std::size_t i, std::size_t j) {
-          return j > i || padding(b, j) != 0;
-        }),
+  check(weights_respect(weights, [&](std::size_t b, std::size_t i,
+                                     std::size_t j) { return j > i || padding(b, j) != 0; }),
         "attention_weights(mha.forward(x, causal, ignore_keys(padding))) respects both masks");
 
   // --- A mask whose run-time extents do not fit the scores throws shape_error -------------

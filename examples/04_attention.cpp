@@ -47,7 +47,9 @@ double max_rel_diff(const A& a, const B& b) {
 
 // Whether multi_head_attention<DModel, Heads, O> is a type: its requires-clause holds.
 template <std::size_t DModel, std::size_t Heads, argus::mha_options O = argus::mha_options{}>
-concept valid_module = requires { typename argus::multi_head_attention<DModel, Heads, O>; };
+concept valid_module = requires {
+  typename argus::multi_head_attention<DModel, Heads, O>;
+};
 
 }  // namespace
 
@@ -61,15 +63,15 @@ int main() {
   using gqa_t = multi_head_attention<64, 8, mha_options{.kv_heads = 2}>;
   static_assert(gqa_t::d_k == 8 && gqa_t::d_v == 8 && gqa_t::kv_heads == 2);
   static_assert(std::is_same_v<decltype(gqa_t::w_k), tensor<float, shape<model<64>, model<16>>>>);
-  gqa_t gqa;                                            // weights zero: fill them
+  gqa_t gqa;  // weights zero: fill them
   randomize(gqa.w_q, 0.2, g), randomize(gqa.w_k, 0.2, g), randomize(gqa.w_v, 0.2, g);
   randomize(gqa.w_o, 0.2, g), randomize(gqa.b_q, 0.1, g), randomize(gqa.b_k, 0.1, g);
   randomize(gqa.b_v, 0.1, g), randomize(gqa.b_o, 0.1, g);
 
-  tensor<float, shape<batch<>, seq<>, model<64>>> tokens(2, 12);       // (BATCH,SEQ,D_MODEL)
+  tensor<float, shape<batch<>, seq<>, model<64>>> tokens(2, 12);  // (BATCH,SEQ,D_MODEL)
   randomize(tokens, 1.0, g);
-  const auto y_gqa = gqa.forward(tokens, causal);                      // self-attention
-  const auto gqa_fused = evaluate(y_gqa, fused);                       // (B,SEQ,D_MODEL)
+  const auto y_gqa = gqa.forward(tokens, causal);  // self-attention
+  const auto gqa_fused = evaluate(y_gqa, fused);   // (B,SEQ,D_MODEL)
   std::printf("grouped-query attention, 8 query heads over 2 key/value heads, causal:\n");
   check(max_rel_diff(gqa_fused, evaluate(y_gqa, unfused)) <= 1e-5 &&
             max_rel_diff(gqa_fused, evaluate_reference(y_gqa)) <= 1e-5,
@@ -81,14 +83,14 @@ int main() {
   // 4·8 = 32 features and W_o is (32, 32).
   constexpr mha_options cross{.kv_heads = 2, .d_k = 16, .d_v = 8, .kdim = 24, .vdim = 40};
   using cross_t = multi_head_attention<32, 4, cross>;
-  tensor<float, shape<model<32>, model<64>>> w_q;       // (D_MODEL,H*D_K)    x_q·W_q
-  tensor<float, shape<model<24>, model<32>>> w_k;       // (KDIM,G*D_K)       x_k·W_k
-  tensor<float, shape<model<40>, model<16>>> w_v;       // (VDIM,G*D_V)       x_v·W_v
-  tensor<float, shape<model<32>, model<32>>> w_o;       // (H*D_V,D_MODEL)    heads·W_o
-  tensor<float, shape<model<64>>> b_q;                  // (H*D_K)
-  tensor<float, shape<model<32>>> b_k;                  // (G*D_K)
-  tensor<float, shape<model<16>>> b_v;                  // (G*D_V)
-  tensor<float, shape<model<32>>> b_o;                  // (D_MODEL)
+  tensor<float, shape<model<32>, model<64>>> w_q;  // (D_MODEL,H*D_K)    x_q·W_q
+  tensor<float, shape<model<24>, model<32>>> w_k;  // (KDIM,G*D_K)       x_k·W_k
+  tensor<float, shape<model<40>, model<16>>> w_v;  // (VDIM,G*D_V)       x_v·W_v
+  tensor<float, shape<model<32>, model<32>>> w_o;  // (H*D_V,D_MODEL)    heads·W_o
+  tensor<float, shape<model<64>>> b_q;             // (H*D_K)
+  tensor<float, shape<model<32>>> b_k;             // (G*D_K)
+  tensor<float, shape<model<16>>> b_v;             // (G*D_V)
+  tensor<float, shape<model<32>>> b_o;             // (D_MODEL)
   randomize(w_q, 0.2, g), randomize(w_k, 0.2, g), randomize(w_v, 0.2, g), randomize(w_o, 0.2, g);
   randomize(b_q, 0.1, g), randomize(b_k, 0.1, g), randomize(b_v, 0.1, g), randomize(b_o, 0.1, g);
   // The module copies the weights: w_q... may go out of scope afterwards. A weight of the
@@ -97,12 +99,12 @@ int main() {
 
   // A batch of 2 queries of 5 tokens attends a memory whose length comes at run time.
   const std::size_t memory_length = 9;
-  tensor<float, shape<batch<>, seq<>, model<32>>> x(2, 5);                  // (BATCH,SEQ_Q,D_MODEL)
-  tensor<float, shape<batch<>, seq<>, model<24>>> keys(2, memory_length);   // (BATCH,SEQ_KV,KDIM)
-  tensor<float, shape<batch<>, seq<>, model<40>>> values(2, memory_length); // (BATCH,SEQ_KV,VDIM)
-  tensor<std::uint8_t, shape<batch<>, seq<>>> padding(2, memory_length);    // (BATCH,SEQ_KV)
+  tensor<float, shape<batch<>, seq<>, model<32>>> x(2, 5);                 // (BATCH,SEQ_Q,D_MODEL)
+  tensor<float, shape<batch<>, seq<>, model<24>>> keys(2, memory_length);  // (BATCH,SEQ_KV,KDIM)
+  tensor<float, shape<batch<>, seq<>, model<40>>> values(2, memory_length);  // (BATCH,SEQ_KV,VDIM)
+  tensor<std::uint8_t, shape<batch<>, seq<>>> padding(2, memory_length);     // (BATCH,SEQ_KV)
   randomize(x, 1.0, g), randomize(keys, 1.0, g), randomize(values, 1.0, g);
-  padding(1, 7) = padding(1, 8) = 1;                    // item 1's memory is 7 tokens long
+  padding(1, 7) = padding(1, 8) = 1;  // item 1's memory is 7 tokens long
   const auto y = decoder.forward(x, keys, values, ignore_keys(padding));
   const tensor<float, shape<batch<>, seq<>, model<32>>> out = evaluate(y, fused);  // (2,5,32)
   std::printf("cross-attention, d_model 32, kdim 24, vdim 40, d_k 16, d_v 8, memory of %zu:\n",
@@ -132,7 +134,7 @@ int main() {
     std::printf("  shape_error: %s\n", e.what());
     check(true, "keys of 9 and values of 8 throw shape_error");
   }
-  tensor<float, shape<batch<>, seq<>, model<32>>> wrong(2, 6);              // seq 6, not 5
+  tensor<float, shape<batch<>, seq<>, model<32>>> wrong(2, 6);  // seq 6, not 5
   wrong.fill(7.0f);
   try {
     evaluate(y, fused, wrong);
@@ -147,9 +149,9 @@ int main() {
   using no_bias_t = multi_head_attention<32, 4, mha_options{.bias = false}>;
   static_assert(!no_bias_t::has_bias && no_bias_t::d_k == 8);
   static_assert(valid_module<512, 8>);
-  static_assert(!valid_module<512, 7>);                          // heads_divide_d_model<512, 7>
+  static_assert(!valid_module<512, 7>);                              // heads_divide_d_model<512, 7>
   static_assert(!valid_module<512, 8, mha_options{.kv_heads = 3}>);  // kv_heads_divide_heads<8, 3>
-  static_assert(valid_module<512, 7, mha_options{.d_k = 64}>);   // an explicit d_k lifts the first
+  static_assert(valid_module<512, 7, mha_options{.d_k = 64}>);  // an explicit d_k lifts the first
   std::printf("  multi_head_attention<512, 7> does not compile: heads_divide_d_model<512, 7>\n");
 
   std::printf("%s\n", failures ? "04_attention: FAILED" : "04_attention: all checks passed");

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   for (auto* m : {&w.w_q, &w.w_k, &w.w_v, &w.w_o})
     for (Eigen::Index i = 0; i < m->size(); ++i) m->data()[i] = u(g);
   for (auto* b : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) b->setZero();
-  std::vector<float> x(n * 512), y(n * 512);                           // (SEQ,D_MODEL)
+  std::vector<float> x(n * 512), y(n * 512);  // (SEQ,D_MODEL)
   for (float& v : x) v = 20 * u(g);
   peer::forward(w, 1, n, n, x.data(), x.data(), x.data(), y.data(), false, 1);
   double sum = 0;

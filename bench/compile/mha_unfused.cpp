@@ -19,9 +19,9 @@ int main(int argc, char** argv) {
   multi_head_attention<512, 8> mha;
   for (auto* w : {&mha.w_q, &mha.w_k, &mha.w_v, &mha.w_o})
     for (float& v : *w) v = u(g);
-  tensor<float, shape<batch<>, seq<>, model<512>>> x(1, n);              // (BATCH,SEQ,D_MODEL)
+  tensor<float, shape<batch<>, seq<>, model<512>>> x(1, n);  // (BATCH,SEQ,D_MODEL)
   for (float& v : x) v = 20 * u(g);
-  const tensor<float, shape<batch<>, seq<>, model<512>>> y =             // (BATCH,SEQ,D_MODEL)
+  const tensor<float, shape<batch<>, seq<>, model<512>>> y =  // (BATCH,SEQ,D_MODEL)
       evaluate(mha.forward(x), unfused);
   double sum = 0;
   for (float v : y) sum += v;

@@ -2,7 +2,8 @@
 // expect: argument_is_an_expression
 #include <argus/argus.hpp>
 
-using activation = argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<6>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<6>, argus::model<32>>>;
 
 void build(const activation& x) {
   (void)argus::evaluate(argus::split_heads<4>(x), argus::fused);

@@ -2,8 +2,9 @@
 // expect: axes_are_batch_head_seq_seq
 #include <argus/argus.hpp>
 
-using heads = argus::tensor<float, argus::shape<argus::batch<2>, argus::head<4>, argus::seq<6>,
-                                                argus::head_dim<6>>>;
+using heads =
+    argus::tensor<float,
+                  argus::shape<argus::batch<2>, argus::head<4>, argus::seq<6>, argus::head_dim<6>>>;
 
 void build(const heads& q, const heads& k, const heads& v) {
   auto p = argus::softmax(argus::scores(q, k));

@@ -5,8 +5,9 @@
 // expect-clang: head_dim<6>
 #include <argus/argus.hpp>
 
-using heads = argus::tensor<float, argus::shape<argus::batch<2>, argus::head<4>, argus::seq<6>,
-                                                argus::head_dim<6>>>;
+using heads =
+    argus::tensor<float,
+                  argus::shape<argus::batch<2>, argus::head<4>, argus::seq<6>, argus::head_dim<6>>>;
 
 void build(const heads& q, const heads& k) {
   (void)argus::softmax(argus::scores(q, k));

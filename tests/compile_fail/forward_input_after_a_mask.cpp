@@ -4,7 +4,8 @@
 #include <argus/argus.hpp>
 
 using mha = argus::multi_head_attention<32, 4>;
-using activation = argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<6>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<6>, argus::model<32>>>;
 
 void build(const mha& m, const activation& x) {
   (void)m.forward(x, x, x, argus::causal);

@@ -6,8 +6,10 @@
 #include <argus/argus.hpp>
 
 using mha = argus::multi_head_attention<32, 4>;
-using activation = argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<32>, argus::model<32>>>;
-using transposed = argus::tensor<float, argus::shape<argus::batch<2>, argus::model<32>, argus::seq<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<32>, argus::model<32>>>;
+using transposed =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::model<32>, argus::seq<32>>>;
 
 void build(const mha& m, const activation& x, const transposed& xt) {
   (void)m.forward(x);

@@ -6,11 +6,13 @@
 #include <argus/argus.hpp>
 
 using mha = argus::multi_head_attention<32, 4>;
-using activation = argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<9>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<9>, argus::model<32>>>;
 template <std::size_t Cols>
 using pair_mask = argus::tensor<bool, argus::shape<argus::seq<9>, argus::seq<Cols>>>;
 
-void build(const mha& m, const activation& x, const pair_mask<9>& fits, const pair_mask<8>& narrow) {
+void build(const mha& m, const activation& x, const pair_mask<9>& fits,
+           const pair_mask<8>& narrow) {
   (void)m.forward(x, argus::ignore_where(fits));
 #ifdef ARGUS_EXPECT_COMPILE_ERROR
   (void)m.forward(x, argus::ignore_where(narrow));  // 8 mask columns, 9 keys

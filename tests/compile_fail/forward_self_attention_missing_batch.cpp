@@ -4,7 +4,8 @@
 #include <argus/argus.hpp>
 
 using mha = argus::multi_head_attention<32, 4>;
-using activation = argus::tensor<float, argus::shape<argus::batch<1>, argus::seq<6>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<1>, argus::seq<6>, argus::model<32>>>;
 using unbatched = argus::tensor<float, argus::shape<argus::seq<6>, argus::model<32>>>;
 
 void build(const mha& m, const activation& x, const unbatched& xs) {

@@ -6,7 +6,8 @@
 #include <argus/argus.hpp>
 
 using mha = argus::multi_head_attention<32, 4>;
-using activation = argus::tensor<float, argus::shape<argus::batch<3>, argus::seq<6>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<3>, argus::seq<6>, argus::model<32>>>;
 template <std::size_t Keys>
 using padding = argus::tensor<bool, argus::shape<argus::batch<3>, argus::seq<Keys>>>;
 

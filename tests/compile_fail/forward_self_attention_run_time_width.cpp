@@ -5,7 +5,8 @@
 #include <argus/argus.hpp>
 
 using mha = argus::multi_head_attention<32, 4>;
-using activation = argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
 using run_time_width =
     argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<argus::dyn>>>;
 

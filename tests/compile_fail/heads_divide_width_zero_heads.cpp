@@ -4,7 +4,8 @@
 // expect-clang: 0UL
 #include <argus/argus.hpp>
 
-using activation = argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<6>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<6>, argus::model<32>>>;
 
 void build(const activation& x) {
   (void)argus::split_heads<4>(x);

@@ -3,7 +3,8 @@
 // expect-gcc: model<18446744073709551615>
 #include <argus/argus.hpp>
 
-using activation = argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
 using weight = argus::tensor<float, argus::shape<argus::model<32>, argus::model<16>>>;
 using run_time_weight =
     argus::tensor<float, argus::shape<argus::model<32>, argus::model<argus::dyn>>>;

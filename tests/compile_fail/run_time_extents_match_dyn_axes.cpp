@@ -4,7 +4,8 @@
 // expect-clang: 1UL
 #include <argus/argus.hpp>
 
-using activation = argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
 
 int main() {
   activation x(2, 128);

@@ -6,7 +6,8 @@
 
 #include <vector>
 
-using view = argus::tensor_view<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
+using view =
+    argus::tensor_view<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<32>>>;
 
 int main() {
   std::vector<float> data(2 * 8 * 32);

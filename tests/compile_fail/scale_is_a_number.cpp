@@ -4,8 +4,9 @@
 
 #include <string>
 
-using heads = argus::tensor<float, argus::shape<argus::batch<2>, argus::head<4>, argus::seq<6>,
-                                                argus::head_dim<8>>>;
+using heads =
+    argus::tensor<float,
+                  argus::shape<argus::batch<2>, argus::head<4>, argus::seq<6>, argus::head_dim<8>>>;
 
 void build(const heads& q, const heads& k) {
   (void)argus::scores(q, k, 0.5f);

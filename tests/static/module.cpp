@@ -88,7 +88,8 @@ template <class WQ, class WK, class WV, class WO>
 inline constexpr bool takes_weights =
     gqa::accepts_weights<const WQ&, const WK&, const WV&, const WO&>;
 template <class BQ, class BK, class BV, class BO>
-inline constexpr bool takes_biases = gqa::accepts_biases<const BQ&, const BK&, const BV&, const BO&>;
+inline constexpr bool takes_biases =
+    gqa::accepts_biases<const BQ&, const BK&, const BV&, const BO&>;
 
 static_assert(takes_weights<weight<64, 64>, weight<32, 16>, weight<48, 16>, weight<64, 64>>);
 static_assert(!takes_weights<weight<32, 64>, weight<32, 16>, weight<48, 16>,
@@ -122,7 +123,7 @@ static_assert(!takes_biases<bias<64>, bias<16>, bias<48>, bias<64>>);  // b_v 48
 static_assert(!takes_biases<bias<64>, bias<16>, bias<16>, bias<48>>);  // b_o 48 != d_model 64
 static_assert(!takes_biases<bias<64, double>, bias<16>, bias<16>, bias<64>>);  // double b_q
 static_assert(!no_bias_mha::accepts_biases<const bias<64>&, const bias<64>&, const bias<64>&,
-                                            const bias<64>&>);  // no biases to take
+                                           const bias<64>&>);  // no biases to take
 
 // ---- forward -----------------------------------------------------------------------------
 
@@ -195,8 +196,8 @@ static_assert(!can_forward<mha, activation<2, 16, 64>, x_t, x_t>);   // temporar
 static_assert(!can_self_attend<mha, x_t, x_t>);                      // a tensor is not a mask
 static_assert(!can_self_attend<mha, const activation<2, 16, 32>&>);  // 32 wide
 static_assert(!can_self_attend<mha, x_t, argus::causal_mask, x_t>);  // an input after a mask
-static_assert(!forward_accepts<mha, x_t, x_t>);                            // two inputs: one or three
-static_assert(!forward_accepts<mha, x_t, x_t, x_t, x_t>);                  // four inputs
-static_assert(forward_accepts<mha, x_t, argus::causal_mask>);              // self-attention, masked
+static_assert(!forward_accepts<mha, x_t, x_t>);                      // two inputs: one or three
+static_assert(!forward_accepts<mha, x_t, x_t, x_t, x_t>);            // four inputs
+static_assert(forward_accepts<mha, x_t, argus::causal_mask>);        // self-attention, masked
 
 }  // namespace static_module_test

@@ -8,11 +8,10 @@
 // tolerances, float64 within 1e-10 relative.
 #pragma once
 
+#include "golden.hpp"
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>
-
-#include "golden.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -57,8 +56,8 @@ std::vector<T> values_as(const golden_tensor& t) {
 /// Copies a float32 golden tensor into an argus tensor of value type T.
 template <class T, Shape S>
 void fill_from(tensor<T, S>& out, const golden_tensor& t) {
-  BOOST_TEST_REQUIRE(out.size() == t.f32.size(), t.name << ": " << t.f32.size() << " values for "
-                                                         << out.size() << " elements");
+  BOOST_TEST_REQUIRE(out.size() == t.f32.size(),
+                     t.name << ": " << t.f32.size() << " values for " << out.size() << " elements");
   std::copy(t.f32.begin(), t.f32.end(), out.data());
 }
 
@@ -104,13 +103,14 @@ void run_golden(Policy policy) {
     fill_from(mha.b_v, c.tensor("b_v"));
     fill_from(mha.b_o, c.tensor("b_o"));
   }
-  tensor<T, shape<batch<>, seq<>, model<mha_t::d_model>>> x_q(c.batch, c.seq_q);  // (B,SEQ_Q,D_MODEL)
-  tensor<T, shape<batch<>, seq<>, model<mha_t::kdim>>> x_k(c.batch, c.seq_kv);     // (B,SEQ_KV,KDIM)
-  tensor<T, shape<batch<>, seq<>, model<mha_t::vdim>>> x_v(c.batch, c.seq_kv);     // (B,SEQ_KV,VDIM)
+  tensor<T, shape<batch<>, seq<>, model<mha_t::d_model>>> x_q(c.batch,
+                                                              c.seq_q);         // (B,SEQ_Q,D_MODEL)
+  tensor<T, shape<batch<>, seq<>, model<mha_t::kdim>>> x_k(c.batch, c.seq_kv);  // (B,SEQ_KV,KDIM)
+  tensor<T, shape<batch<>, seq<>, model<mha_t::vdim>>> x_v(c.batch, c.seq_kv);  // (B,SEQ_KV,VDIM)
   fill_from(x_q, c.tensor("x_q"));
   fill_from(x_k, c.tensor("x_k"));
   fill_from(x_v, c.tensor("x_v"));
-  tensor<std::uint8_t, shape<batch<>, seq<>>> padding(c.batch, c.seq_kv);         // (B,SEQ_KV)
+  tensor<std::uint8_t, shape<batch<>, seq<>>> padding(c.batch, c.seq_kv);  // (B,SEQ_KV)
   if (c.has_tensor("key_padding_mask")) {
     const auto& p = c.tensor("key_padding_mask").u8;
     std::copy(p.begin(), p.end(), padding.data());
@@ -125,7 +125,8 @@ void run_golden(Policy policy) {
       const tolerance_check a = check_attn(c, attn);
       BOOST_TEST(a.ok(), c.name << " attn (" << Policy::name << ", float32): " << a);
     } else {
-      const double fo = fraction_of_relative_bound(out, c.tensor("out_f64").f64, c.max_abs_out, 1e-10);
+      const double fo =
+          fraction_of_relative_bound(out, c.tensor("out_f64").f64, c.max_abs_out, 1e-10);
       BOOST_TEST(fo <= 1.0, c.name << " out (" << Policy::name << ", float64): " << fo
                                    << " of the 1e-10 relative bound");
       const double fa = fraction_of_relative_bound(attn, c.tensor("attn_f64").f64, 1.0, 1e-10);

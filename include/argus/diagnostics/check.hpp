@@ -31,8 +31,9 @@ inline void check_extents_agree(const char* op, const char* what_a, std::size_t 
 /// moved-from tensor whose extents are all static leaves behind.
 inline void check_has_storage(const char* op, const void* data, std::size_t size) {
   if (data == nullptr && size != 0)
-    throw shape_error(std::string(op) + ": an operand of " + std::to_string(size) +
-                      " elements has no storage: it is a moved-from tensor; assign it a value before using it");
+    throw shape_error(
+        std::string(op) + ": an operand of " + std::to_string(size) +
+        " elements has no storage: it is a moved-from tensor; assign it a value before using it");
 }
 
 /// Throws shape_error when a run-time value breaks a relation stated in words.

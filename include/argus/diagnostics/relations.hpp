@@ -59,26 +59,26 @@ concept module_has_biases = HasBias;
 template <std::size_t Rows, std::size_t DModel>
 concept w_q_rows_equal_d_model = Rows == DModel;
 template <std::size_t Cols, std::size_t Heads, std::size_t DK>
-concept w_q_cols_equal_heads_times_d_k = Cols == Heads * DK;
+concept w_q_cols_equal_heads_times_d_k = Cols == Heads* DK;
 template <std::size_t Rows, std::size_t KDim>
 concept w_k_rows_equal_kdim = Rows == KDim;
 template <std::size_t Cols, std::size_t KVHeads, std::size_t DK>
-concept w_k_cols_equal_kv_heads_times_d_k = Cols == KVHeads * DK;
+concept w_k_cols_equal_kv_heads_times_d_k = Cols == KVHeads* DK;
 template <std::size_t Rows, std::size_t VDim>
 concept w_v_rows_equal_vdim = Rows == VDim;
 template <std::size_t Cols, std::size_t KVHeads, std::size_t DV>
-concept w_v_cols_equal_kv_heads_times_d_v = Cols == KVHeads * DV;
+concept w_v_cols_equal_kv_heads_times_d_v = Cols == KVHeads* DV;
 template <std::size_t Rows, std::size_t Heads, std::size_t DV>
-concept w_o_rows_equal_heads_times_d_v = Rows == Heads * DV;
+concept w_o_rows_equal_heads_times_d_v = Rows == Heads* DV;
 template <std::size_t Cols, std::size_t DModel>
 concept w_o_cols_equal_d_model = Cols == DModel;
 
 template <std::size_t Length, std::size_t Heads, std::size_t DK>
-concept b_q_length_equals_heads_times_d_k = Length == Heads * DK;
+concept b_q_length_equals_heads_times_d_k = Length == Heads* DK;
 template <std::size_t Length, std::size_t KVHeads, std::size_t DK>
-concept b_k_length_equals_kv_heads_times_d_k = Length == KVHeads * DK;
+concept b_k_length_equals_kv_heads_times_d_k = Length == KVHeads* DK;
 template <std::size_t Length, std::size_t KVHeads, std::size_t DV>
-concept b_v_length_equals_kv_heads_times_d_v = Length == KVHeads * DV;
+concept b_v_length_equals_kv_heads_times_d_v = Length == KVHeads* DV;
 template <std::size_t Length, std::size_t DModel>
 concept b_o_length_equals_d_model = Length == DModel;
 
@@ -140,12 +140,12 @@ template <class S>
 concept axes_are_batch_head_seq_seq = shape_has_axes<S, batch, head, seq, seq>;
 /// A projection input: (batch, seq, model), or split heads (batch, head, seq, head_dim).
 template <class S>
-concept axes_are_an_activation_or_split_heads =
-    bool(axes_are_batch_seq_model<S> || axes_are_batch_head_seq_head_dim<S>);
+concept axes_are_an_activation_or_split_heads = bool(axes_are_batch_seq_model<S> ||
+                                                     axes_are_batch_head_seq_head_dim<S>);
 /// A projection weight: stacked (model, model), or per head (head, model, head_dim).
 template <class S>
-concept axes_are_a_stacked_or_per_head_weight =
-    bool(shape_has_axes<S, model, model> || shape_has_axes<S, head, model, head_dim>);
+concept axes_are_a_stacked_or_per_head_weight = bool(shape_has_axes<S, model, model> ||
+                                                     shape_has_axes<S, head, model, head_dim>);
 /// A stacked weight of a module: (model, model).
 template <class S>
 concept axes_are_a_stacked_weight = shape_has_axes<S, model, model>;
@@ -165,8 +165,9 @@ concept axes_are_batch_seq = shape_has_axes<S, batch, seq>;
 /// a run-time batch or length on either side is checked at run time.
 template <std::size_t DOutBatch, std::size_t DOutSeq, std::size_t DOutWidth, std::size_t OutBatch,
           std::size_t OutSeq, std::size_t OutWidth>
-concept dout_shape_equals_output_shape = extents_may_agree<DOutBatch, OutBatch> &&
-                                         extents_may_agree<DOutSeq, OutSeq> && DOutWidth == OutWidth;
+concept dout_shape_equals_output_shape =
+    extents_may_agree<DOutBatch, OutBatch> && extents_may_agree<DOutSeq, OutSeq> &&
+    DOutWidth == OutWidth;
 
 // --- Values ---------------------------------------------------------------------------
 

@@ -25,8 +25,8 @@ namespace argus {
 struct plan_step {
   int depth = 0;
   bool fused = false;
-  std::string what;    // the step, in words
-  std::string shape;   // its result extents, e.g. (2,8,128,64)
+  std::string what;       // the step, in words
+  std::string shape;      // its result extents, e.g. (2,8,128,64)
   std::size_t bytes = 0;  // bytes it materialises (0 for a view or an input)
 };
 
@@ -86,8 +86,10 @@ struct planner {
   template <Expression E>
   void operator()(const E& e, int depth) const {
     using P = selected_pattern<Policy, E>;
-    if constexpr (std::is_void_v<P>) describe_step(e, depth);
-    else P::describe(e, *this, depth);
+    if constexpr (std::is_void_v<P>)
+      describe_step(e, depth);
+    else
+      P::describe(e, *this, depth);
   }
 
   template <class T, Shape S>
@@ -132,7 +134,8 @@ struct planner {
   }
   template <class E>
   void describe_step(const softmax_node<E>& e, int depth) const {
-    add(depth, false, "softmax over keys (kernel::softmax_rows, in place)", extents_string(e.shape()), 0);
+    add(depth, false, "softmax over keys (kernel::softmax_rows, in place)",
+        extents_string(e.shape()), 0);
     (*this)(e.scores, depth + 1);
   }
   template <class P, class V>

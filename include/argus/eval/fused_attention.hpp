@@ -27,7 +27,10 @@ namespace argus::detail {
 
 // --- Recognising mask*(scores(q, k)) -----------------------------------------------------
 
-template <class E> struct mask_chain { static constexpr bool ok = false; };
+template <class E>
+struct mask_chain {
+  static constexpr bool ok = false;
+};
 
 template <class Q, class K>
 struct mask_chain<scores_node<Q, K>> {
@@ -37,23 +40,39 @@ struct mask_chain<scores_node<Q, K>> {
   static const scores_type& scores(const scores_type& s) noexcept { return s; }
 };
 
-template <class M> struct mask_kind_count {
+template <class M>
+struct mask_kind_count {
   static constexpr int causal = 0, keys = 0, pairs = 0, additive = 0;
 };
-template <> struct mask_kind_count<causal_mask> { static constexpr int causal = 1, keys = 0, pairs = 0, additive = 0; };
-template <class M, class S> struct mask_kind_count<ignore_keys_mask<M, S>> { static constexpr int causal = 0, keys = 1, pairs = 0, additive = 0; };
-template <class M, class S> struct mask_kind_count<ignore_mask<M, S>> { static constexpr int causal = 0, keys = 0, pairs = 1, additive = 0; };
-template <class T, class S> struct mask_kind_count<additive_mask<T, S>> { static constexpr int causal = 0, keys = 0, pairs = 0, additive = 1; };
+template <>
+struct mask_kind_count<causal_mask> {
+  static constexpr int causal = 1, keys = 0, pairs = 0, additive = 0;
+};
+template <class M, class S>
+struct mask_kind_count<ignore_keys_mask<M, S>> {
+  static constexpr int causal = 0, keys = 1, pairs = 0, additive = 0;
+};
+template <class M, class S>
+struct mask_kind_count<ignore_mask<M, S>> {
+  static constexpr int causal = 0, keys = 0, pairs = 1, additive = 0;
+};
+template <class T, class S>
+struct mask_kind_count<additive_mask<T, S>> {
+  static constexpr int causal = 0, keys = 0, pairs = 0, additive = 1;
+};
 
 template <class E, class M>
 struct mask_chain<masked_node<E, M>> {
   using inner = mask_chain<E>;
   using count = mask_kind_count<M>;
   static constexpr int causal = inner::causal + count::causal, keys = inner::keys + count::keys;
-  static constexpr int pairs = inner::pairs + count::pairs, additive = inner::additive + count::additive;
+  static constexpr int pairs = inner::pairs + count::pairs,
+                       additive = inner::additive + count::additive;
   static constexpr bool ok = inner::ok && causal <= 1 && keys <= 1 && pairs <= 1 && additive <= 1;
   using scores_type = typename inner::scores_type;
-  static const scores_type& scores(const masked_node<E, M>& m) noexcept { return inner::scores(m.scores); }
+  static const scores_type& scores(const masked_node<E, M>& m) noexcept {
+    return inner::scores(m.scores);
+  }
 };
 
 /// Sets the problem's mask fields from the chain; unit-stride copies are kept alive in `keep`.
@@ -65,13 +84,15 @@ struct mask_storage {
 };
 
 template <class M, Shape S>
-tensor_view<const std::uint8_t, shape<rebind_axis<axis_t<S, 0>, dyn>, rebind_axis<axis_t<S, 1>, dyn>>>
+tensor_view<const std::uint8_t,
+            shape<rebind_axis<axis_t<S, 0>, dyn>, rebind_axis<axis_t<S, 1>, dyn>>>
 as_bytes(const tensor_view<const M, S>& v) {
   // bool is one byte holding 0 or 1 on every ABI argus supports.
   static_assert(sizeof(M) == 1);
   using R = shape<rebind_axis<axis_t<S, 0>, dyn>, rebind_axis<axis_t<S, 1>, dyn>>;
   const R r(v.extent(0), v.extent(1));
-  return {reinterpret_cast<const std::uint8_t*>(v.data()), layout<R>{r, {v.stride(0), v.stride(1)}}};
+  return {reinterpret_cast<const std::uint8_t*>(v.data()),
+          layout<R>{r, {v.stride(0), v.stride(1)}}};
 }
 
 template <class T, class E>
@@ -103,21 +124,29 @@ void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask
 
 // --- The patterns -------------------------------------------------------------------------
 
-template <class E> struct attention_core_traits { static constexpr bool ok = false; };
-template <class E> struct is_split_stacked_projection : std::false_type {};
+template <class E>
+struct attention_core_traits {
+  static constexpr bool ok = false;
+};
+template <class E>
+struct is_split_stacked_projection : std::false_type {};
 template <std::size_t H, class X, class W, class B>
 struct is_split_stacked_projection<split_heads_node<H, projection<X, W, B>>>
     : std::bool_constant<!projection<X, W, B>::per_head> {};
-template <class E> struct is_split_heads : std::false_type {};
-template <std::size_t H, class X> struct is_split_heads<split_heads_node<H, X>> : std::true_type {};
+template <class E>
+struct is_split_heads : std::false_type {};
+template <std::size_t H, class X>
+struct is_split_heads<split_heads_node<H, X>> : std::true_type {};
 template <class S, class V>
 struct attention_core_traits<attend_node<softmax_node<S>, V>> {
   static constexpr bool ok = mask_chain<S>::ok;
 };
 
-template <class E> struct is_merged_attention_core : std::false_type {};
+template <class E>
+struct is_merged_attention_core : std::false_type {};
 template <class X>
-struct is_merged_attention_core<merge_heads_node<X>> : std::bool_constant<attention_core_traits<X>::ok> {};
+struct is_merged_attention_core<merge_heads_node<X>>
+    : std::bool_constant<attention_core_traits<X>::ok> {};
 
 /// Runs attend(softmax(mask*(scores(q, k))), v) with kernel::flash_attention, writing head h
 /// of query i of item b at out + b*o_batch + h*o_head + i*o_row.
@@ -135,9 +164,12 @@ void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, 
   p.batch = q.view.extent(0), p.heads = q.view.extent(1), p.kv_heads = k.view.extent(1);
   p.seq_q = q.view.extent(2), p.seq_kv = k.view.extent(2);
   p.d_k = q.view.extent(3), p.d_v = v.view.extent(3);
-  p.q = q.view.data(), p.q_batch = q.view.stride(0), p.q_head = q.view.stride(1), p.q_row = q.view.stride(2);
-  p.k = k.view.data(), p.k_batch = k.view.stride(0), p.k_head = k.view.stride(1), p.k_row = k.view.stride(2);
-  p.v = v.view.data(), p.v_batch = v.view.stride(0), p.v_head = v.view.stride(1), p.v_row = v.view.stride(2);
+  p.q = q.view.data(), p.q_batch = q.view.stride(0), p.q_head = q.view.stride(1),
+  p.q_row = q.view.stride(2);
+  p.k = k.view.data(), p.k_batch = k.view.stride(0), p.k_head = k.view.stride(1),
+  p.k_row = k.view.stride(2);
+  p.v = v.view.data(), p.v_batch = v.view.stride(0), p.v_head = v.view.stride(1),
+  p.v_row = v.view.stride(2);
   p.o = out, p.o_batch = o_batch, p.o_head = o_head, p.o_row = o_row;
   p.scale = sc.scale;
   mask_storage<T> keep;
@@ -151,9 +183,18 @@ template <class E>
 std::size_t result_bytes(const E& e);
 
 inline const char* mask_name(const causal_mask&) { return "causal"; }
-template <class M, class S> const char* mask_name(const ignore_keys_mask<M, S>&) { return "ignore_keys"; }
-template <class M, class S> const char* mask_name(const ignore_mask<M, S>&) { return "ignore_where"; }
-template <class T, class S> const char* mask_name(const additive_mask<T, S>&) { return "add_to_scores"; }
+template <class M, class S>
+const char* mask_name(const ignore_keys_mask<M, S>&) {
+  return "ignore_keys";
+}
+template <class M, class S>
+const char* mask_name(const ignore_mask<M, S>&) {
+  return "ignore_where";
+}
+template <class T, class S>
+const char* mask_name(const additive_mask<T, S>&) {
+  return "add_to_scores";
+}
 
 template <class E>
 void mask_names(const E&, std::string&) {}
@@ -180,8 +221,8 @@ std::string describe_attention_core(const attend_node<softmax_node<S>, V>& e, co
   mask_names(e.weights.scores, masks);
   return "attention core as one loop nest (kernel::flash_attention): query tiles of " +
          std::to_string(std::min(tiles.q_tile, p.seq_q)) + " × key tiles of " +
-         std::to_string(std::min(tiles.k_tile, p.seq_kv)) +
-         ", online softmax" + (masks.empty() ? "" : ", masks " + masks) + ", " +
+         std::to_string(std::min(tiles.k_tile, p.seq_kv)) + ", online softmax" +
+         (masks.empty() ? "" : ", masks " + masks) + ", " +
          std::to_string(kernel::flash_attention_scratch_bytes(p)) +
          " bytes of scratch per thread, no (seq_q × seq_kv) buffer; writes " + writes;
 }
@@ -203,7 +244,8 @@ namespace argus {
 /// (batch, head, seq, d_k) layout directly -- no copy, and rows d_k apart rather than h·d_k
 /// apart, which keeps the loop nest's K and V tiles from crowding a few L1 sets.
 struct fused_split_heads_projection {
-  template <class E> static constexpr bool matches = detail::is_split_stacked_projection<E>::value;
+  template <class E>
+  static constexpr bool matches = detail::is_split_stacked_projection<E>::value;
 
   template <std::size_t H, class X, class W, class B, class Ev>
   static auto evaluate(const split_heads_node<H, projection<X, W, B>>& e, const Ev& ev) {
@@ -226,9 +268,11 @@ struct fused_split_heads_projection {
   }
 
   template <std::size_t H, class X, class W, class B, class Planner>
-  static void describe(const split_heads_node<H, projection<X, W, B>>& e, const Planner& p, int depth) {
+  static void describe(const split_heads_node<H, projection<X, W, B>>& e, const Planner& p,
+                       int depth) {
     p.add(depth, true,
-          "split_heads<" + std::to_string(H) + ">(x·W" + (projection<X, W, B>::has_bias ? " + b" : "") +
+          "split_heads<" + std::to_string(H) + ">(x·W" +
+              (projection<X, W, B>::has_bias ? " + b" : "") +
               "): the product written head by head into (B,H,SEQ,D_K) (kernel::gemm_nn), no copy",
           detail::extents_string(e.shape()), detail::result_bytes(e));
     p(e.x.x, depth + 1);
@@ -239,7 +283,8 @@ struct fused_split_heads_projection {
 
 /// split_heads<H>(x) as a strided view of x's storage: no copy.
 struct fused_split_heads_view {
-  template <class E> static constexpr bool matches = detail::is_split_heads<E>::value;
+  template <class E>
+  static constexpr bool matches = detail::is_split_heads<E>::value;
 
   template <std::size_t H, class X, class Ev>
   static auto evaluate(const split_heads_node<H, X>& e, const Ev& ev) {
@@ -258,7 +303,8 @@ struct fused_split_heads_view {
 
 /// attend(softmax(mask*(scores(q, k))), v) as one loop nest.
 struct fused_attention_core {
-  template <class E> static constexpr bool matches = detail::attention_core_traits<E>::ok;
+  template <class E>
+  static constexpr bool matches = detail::attention_core_traits<E>::ok;
 
   template <class E, class Ev>
   static auto evaluate(const E& e, const Ev& ev) {
@@ -279,12 +325,13 @@ struct fused_attention_core {
 
 /// merge_heads(attend(softmax(mask*(scores(q, k))), v)): the loop nest writes the merged layout.
 struct fused_attention_merged {
-  template <class E> static constexpr bool matches = detail::is_merged_attention_core<E>::value;
+  template <class E>
+  static constexpr bool matches = detail::is_merged_attention_core<E>::value;
 
   template <class X, class Ev>
   static auto evaluate(const merge_heads_node<X>& e, const Ev& ev) {
     using T = typename X::value_type;
-    auto r = detail::allocate<T>(e.shape());   // (B,SEQ_Q,H*D_V)
+    auto r = detail::allocate<T>(e.shape());  // (B,SEQ_Q,H*D_V)
     const std::size_t dv = static_extent_v<typename X::shape_type, 3>;
     const auto& l = r.view.layout();
     detail::run_attention_core(e.x, ev, r.mutable_data(), l.stride[0], dv, l.stride[1]);
@@ -302,7 +349,8 @@ struct fused_attention_merged {
 
 namespace detail {
 /// The fused policy's table, in priority order (see select.hpp).
-template <> struct patterns_of<fused_policy> {
+template <>
+struct patterns_of<fused_policy> {
   using type = pattern_list<fused_attention_merged, fused_attention_core,
                             fused_split_heads_projection, fused_split_heads_view>;
 };

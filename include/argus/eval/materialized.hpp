@@ -18,7 +18,7 @@ template <class T, Shape S>
 struct materialized {
   using value_type = T;
   using shape_type = S;
-  aligned_buffer<T> storage;    // empty when view reads memory owned elsewhere
+  aligned_buffer<T> storage;  // empty when view reads memory owned elsewhere
   tensor_view<const T, S> view;
 
   bool owns_storage() const noexcept { return storage.size() != 0 || view.size() == 0; }

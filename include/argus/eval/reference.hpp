@@ -11,6 +11,7 @@
 
 #include <argus/expr/attention.hpp>
 #include <argus/tensor/tensor.hpp>
+
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -174,7 +175,8 @@ struct evaluator {
           for (std::size_t j = 0; j < r.ext[3]; ++j) {
             // A boolean mask anywhere in the chain wins over an additive one, in any order.
             double& x = r.at(b, h, i, j);
-            x = boolean_ignored(e, b, i, j) ? -std::numeric_limits<double>::infinity() : x + added(e.mask, i, j);
+            x = boolean_ignored(e, b, i, j) ? -std::numeric_limits<double>::infinity()
+                                            : x + added(e.mask, i, j);
           }
     return r;
   }
@@ -186,7 +188,8 @@ struct evaluator {
     for (std::size_t row = 0; row * n < r.data.size(); ++row) {
       double* x = r.data.data() + row * n;
       bool poisoned = false;  // a NaN or +infinity logit: the row is NaN
-      for (std::size_t j = 0; j < n; ++j) poisoned = poisoned || std::isnan(x[j]) || x[j] == HUGE_VAL;
+      for (std::size_t j = 0; j < n; ++j)
+        poisoned = poisoned || std::isnan(x[j]) || x[j] == HUGE_VAL;
       if (poisoned) {
         for (std::size_t j = 0; j < n; ++j) x[j] = std::numeric_limits<double>::quiet_NaN();
         continue;
@@ -209,7 +212,8 @@ struct evaluator {
     return false;
   }
   template <class E, class M>
-  static bool boolean_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i, std::size_t j) {
+  static bool boolean_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i,
+                              std::size_t j) {
     return ignored(e.mask, b, i, j) || boolean_ignored(e.scores, b, i, j);
   }
 
@@ -219,8 +223,10 @@ struct evaluator {
     return false;
   }
   template <class E, class M>
-  static bool chain_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i, std::size_t j) {
-    return ignored(e.mask, b, i, j) || added(e.mask, i, j) == -HUGE_VAL || chain_ignored(e.scores, b, i, j);
+  static bool chain_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i,
+                            std::size_t j) {
+    return ignored(e.mask, b, i, j) || added(e.mask, i, j) == -HUGE_VAL ||
+           chain_ignored(e.scores, b, i, j);
   }
 
   template <class P, class V>

@@ -31,13 +31,20 @@ concept EvaluationPolicy = std::is_same_v<P, unfused_policy> || std::is_same_v<P
 
 namespace detail {
 
-template <class... Patterns> struct pattern_list {};
+template <class... Patterns>
+struct pattern_list {};
 
 /// The patterns each policy tries, in order: none for unfused; the fused policy's row is
 /// patterns_of<fused_policy> in eval/fused_attention.hpp.
-template <class Policy> struct patterns_of { using type = pattern_list<>; };
+template <class Policy>
+struct patterns_of {
+  using type = pattern_list<>;
+};
 
-template <class List, class E> struct first_match { using type = void; };
+template <class List, class E>
+struct first_match {
+  using type = void;
+};
 template <class P, class... Ps, class E>
 struct first_match<pattern_list<P, Ps...>, E> {
   using type = std::conditional_t<P::template matches<E>, P,

@@ -53,7 +53,8 @@ materialized<T, S> contiguous(materialized<T, S>&& m) {
           for (std::size_t d = 0; d < v.extent(3); ++d) *out++ = v(a, b, c, d);
   } else {
     static_assert(S::rank() <= 2, "argus: contiguous() handles ranks up to 4");
-    for (std::size_t i = 0; i < v.size(); ++i) *out++ = v.data()[i];  // rank 1/2 leaves are row-major
+    for (std::size_t i = 0; i < v.size(); ++i)
+      *out++ = v.data()[i];  // rank 1/2 leaves are row-major
   }
   return r;
 }
@@ -193,7 +194,8 @@ void apply_mask_row(T* row, std::size_t b, std::size_t, std::size_t skv,
     if (m.keys.view(b, j)) row[j] = -std::numeric_limits<T>::infinity();
 }
 template <class T, class M, class S>
-void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv, const ignore_mask<M, S>& m) {
+void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv,
+                    const ignore_mask<M, S>& m) {
   for (std::size_t j = 0; j < skv; ++j)
     if (m.pairs.view(i, j)) row[j] = -std::numeric_limits<T>::infinity();
 }
@@ -201,7 +203,9 @@ void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv, const i
 // (causal, ignore_keys, ignore_where) ignore a pair whatever its logit and whatever an
 // additive mask adds to it, in any order; the weighted sum also leaves out keys an additive
 // mask sets to -inf (docs/reference/semantics.md).
-inline bool mask_ignores(const causal_mask&, std::size_t, std::size_t i, std::size_t j) { return j > i; }
+inline bool mask_ignores(const causal_mask&, std::size_t, std::size_t i, std::size_t j) {
+  return j > i;
+}
 template <class M, class S>
 bool mask_ignores(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t j) {
   return m.keys.view(b, j) != 0;
@@ -227,8 +231,8 @@ bool chain_ignores(const masked_node<E, M>& m, std::size_t b, std::size_t i, std
 
 /// Adds an additive mask's row, except where a boolean mask of the inner chain ignores the pair.
 template <class T, class S, class E>
-void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const additive_mask<T, S>& m,
-                    const E& inner) {
+void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv,
+                    const additive_mask<T, S>& m, const E& inner) {
   for (std::size_t j = 0; j < skv; ++j)
     if (!chain_ignores<false>(inner, b, i, j)) row[j] += m.values.view(i, j);
 }

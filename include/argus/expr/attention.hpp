@@ -84,6 +84,7 @@ void copy_elements(const tensor_view<const T, S>& v, tensor<U, R>& t) {
 }  // namespace detail
 
 /// Multi-head attention with DModel-wide inputs and Heads heads, value type T.
+// clang-format off
 template <std::size_t DModel, std::size_t Heads, mha_options Options = mha_options{},
           class T = float>
 requires width_is_positive<DModel> && width_is_positive<Heads> &&
@@ -91,6 +92,7 @@ requires width_is_positive<DModel> && width_is_positive<Heads> &&
     kv_heads_divide_heads<Heads, detail::mha_dims<DModel, Heads, Options>::kv_heads> &&
     value_type_is_float_or_double<T>
 class multi_head_attention {
+  // clang-format on
   using dims = detail::mha_dims<DModel, Heads, Options>;
 
  public:
@@ -501,9 +503,11 @@ concept expression_has_attention_weights = detail::find_softmax<E>::found;
 
 /// The softmax sub-expression (batch, head, seq_q, seq_kv) of an attention expression:
 /// evaluate it to export the per-head attention weights.
+// clang-format off
 template <Expression E>
 requires expression_has_attention_weights<E>
 constexpr auto attention_weights(const E& e) { return detail::find_softmax<E>::get(e); }
+// clang-format on
 /// A rejected expression (its error is already reported) has no weights to give, silently.
 constexpr detail::rejected attention_weights(detail::rejected) { return {}; }
 

@@ -42,14 +42,18 @@ inline constexpr std::size_t projection_width = weight_cols<W>*(W::rank() == 3
 
 template <class X, class W>
 struct projection_shape;
+// clang-format off
 template <Shape X, Shape W>
 requires(W::rank() == 2) struct projection_shape<X, W> {
   using type = shape<axis_t<X, 0>, axis_t<X, 1>, model<weight_cols<W>>>;
+  // clang-format on
 };
+// clang-format off
 template <Shape X, Shape W>
 requires(W::rank() == 3) struct projection_shape<X, W> {
   using type = shape<axis_t<X, 0>, head<static_extent_v<W, 0>>, axis_t<X, X::rank() - 2>,
                      head_dim<weight_cols<W>>>;
+  // clang-format on
 };
 
 }  // namespace detail

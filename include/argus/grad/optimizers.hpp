@@ -55,9 +55,11 @@ struct sgd {
   detail::parameter_state<Module> velocity{};
 
   /// Updates m's parameters from g = backward(...) of a tape of m.
+  // clang-format off
   template <class G>
   requires std::is_same_v<typename G::module_type, Module>
   void step(Module& m, const G& g) {
+    // clang-format on
     detail::for_each_parameter(
         m, g,
         [&](auto& w, const auto& dw, auto& v) {
@@ -84,9 +86,11 @@ struct adam {
   detail::parameter_state<Module> second{};
 
   /// Updates m's parameters from g = backward(...) of a tape of m.
+  // clang-format off
   template <class G>
   requires std::is_same_v<typename G::module_type, Module>
   void step(Module& m, const G& g) {
+    // clang-format on
     ++steps;
     const value_type c1 = value_type(1) - std::pow(beta1, value_type(steps));
     const value_type c2 = value_type(1) - std::pow(beta2, value_type(steps));

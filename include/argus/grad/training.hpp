@@ -316,9 +316,11 @@ constexpr bool dout_fits_output() {
 /// Runs m's forward pass on x_q, x_k, x_v with masks under policy p (argus::fused or
 /// argus::unfused) and keeps what backward() needs. The relations and run-time checks are
 /// those of m.forward(x_q, x_k, x_v, masks...). At most one mask of each kind.
+// clang-format off
 template <class Module, EvaluationPolicy P, Operand XQ, Operand XK, Operand XV, Mask... Ms>
 requires detail::is_attention_module<Module>
 auto forward_for_training(const Module& m, P p, XQ&& x_q, XK&& x_k, XV&& x_v, const Ms&... masks) {
+  // clang-format on
   using module = Module;
   auto e = m.forward(x_q, x_k, x_v, masks...);  // checks every relation and run-time extent
   using E = decltype(e);
@@ -334,9 +336,11 @@ auto forward_for_training(const Module& m, P p, XQ&& x_q, XK&& x_k, XV&& x_v, co
 
 /// Self-attention: forward_for_training(m, p, x, x, x, masks...). The gradient of x is
 /// g.x_q + g.x_k + g.x_v.
+// clang-format off
 template <class Module, EvaluationPolicy P, Operand X, Mask... Ms>
 requires detail::is_attention_module<Module>
 auto forward_for_training(const Module& m, P p, X&& x, const Ms&... masks) {
+  // clang-format on
   return forward_for_training(m, p, x, x, x, masks...);
 }
 
@@ -345,10 +349,12 @@ auto forward_for_training(const Module& m, P p, X&& x, const Ms&... masks) {
 /// argus::fused runs the FlashAttention-2 backward (either works on a tape from either
 /// forward). dout must have the output's shape: static extents are checked here, run-time
 /// ones throw shape_error before anything is computed.
+// clang-format off
 template <class Tape, class DOut, EvaluationPolicy P>
 requires detail::is_training_tape<Tape>::value typename Tape::gradients_type backward(
     const Tape& tape, const DOut& dout, P p) {
   using out = typename Tape::output_type;
+  // clang-format on
   static_assert(
       backward_accepts_dout<const DOut&, out>,
       "argus::backward(tape, dout): dout = dL/d(out) is a (batch, seq, model) tensor of the "

@@ -148,9 +148,11 @@ struct stored_tensor {
 
   /// The elements as T (float or double), row-major. A float64 tensor read as float throws
   /// load_error: argus never rounds weights silently.
+  // clang-format off
   template <class T>
   requires std::is_same_v<T, float> || std::is_same_v<T, double> std::vector<T> values()
   const {
+    // clang-format on
     if (!converts_exactly_to<T>())
       throw load_error(where() +
                        " is float64, but the module holds float: converting would "

@@ -58,24 +58,32 @@ namespace argus::kernel {
 template <class T>
 struct attention_problem {
   std::size_t batch, heads, kv_heads, seq_q, seq_kv, d_k, d_v;  // heads % kv_heads == 0
-  const T* q; std::size_t q_batch, q_head, q_row;  // Q[b][h][i][0..d_k)
-  const T* k; std::size_t k_batch, k_head, k_row;  // K[b][g][j][0..d_k), g = kv head
-  const T* v; std::size_t v_batch, v_head, v_row;  // V[b][g][j][0..d_v)
-  T* o;       std::size_t o_batch, o_head, o_row;  // O[b][h][i][0..d_v)
-  T scale;                                          // logit = scale · q·k
+  const T* q;
+  std::size_t q_batch, q_head, q_row;  // Q[b][h][i][0..d_k)
+  const T* k;
+  std::size_t k_batch, k_head, k_row;  // K[b][g][j][0..d_k), g = kv head
+  const T* v;
+  std::size_t v_batch, v_head, v_row;  // V[b][g][j][0..d_v)
+  T* o;
+  std::size_t o_batch, o_head, o_row;  // O[b][h][i][0..d_v)
+  T scale;                             // logit = scale · q·k
   /// Key j allowed for query i iff j <= i (top-left aligned, as torch triu(diagonal=1)).
   bool causal = false;
   /// [b][j] != 0: key j ignored by every query of batch item b.
-  const std::uint8_t* key_ignore = nullptr; std::size_t key_ignore_batch = 0;
+  const std::uint8_t* key_ignore = nullptr;
+  std::size_t key_ignore_batch = 0;
   /// [b][h][i][j] != 0: (i, j) ignored; strides may be 0 to broadcast; unit stride along j.
-  const std::uint8_t* ignore = nullptr; std::size_t ignore_batch = 0, ignore_head = 0, ignore_row = 0;
+  const std::uint8_t* ignore = nullptr;
+  std::size_t ignore_batch = 0, ignore_head = 0, ignore_row = 0;
   /// [b][h][i][j] added to the scaled logit (-inf ignores the key, NaN or +inf makes the row
   /// NaN); unit stride along j.
-  const T* additive = nullptr; std::size_t add_batch = 0, add_head = 0, add_row = 0;
+  const T* additive = nullptr;
+  std::size_t add_batch = 0, add_head = 0, add_row = 0;
   /// Optional output, for the backward pass: lse[b][h][i] = log Σ_j e^(logit_ij), the
   /// per-row log-sum-exp of the masked logits (-inf for a row whose keys are all masked);
   /// unit stride along i. Null: not written.
-  T* lse = nullptr; std::size_t lse_batch = 0, lse_head = 0;
+  T* lse = nullptr;
+  std::size_t lse_batch = 0, lse_head = 0;
 };
 
 /// The tiles flash_attention uses for a problem: query rows per tile, keys per tile.
@@ -110,7 +118,7 @@ class flash_scratch {
   void* get(std::size_t bytes) {
     if (bytes > size_) {
       release();
-      data_ = ::operator new(bytes, std::align_val_t{buffer_alignment});
+      data_ = ::operator new (bytes, std::align_val_t{buffer_alignment});
       size_ = bytes;
     }
     return data_;
@@ -118,7 +126,7 @@ class flash_scratch {
 
  private:
   void release() noexcept {
-    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{buffer_alignment});
+    if (data_ != nullptr) ::operator delete (data_, std::align_val_t{buffer_alignment});
     data_ = nullptr;
     size_ = 0;
   }
@@ -168,10 +176,16 @@ struct flash_layout {
   /// Per set: Qt (D_K, Q_TILE), acc (Q_TILE, DVP), m, l, alpha and query positions.
   std::size_t set_elements() const noexcept { return d_k * tile + tile * dvp + 4 * tile; }
   /// Shared: the score tile (K_TILE, Q_TILE), its column maxima, the padded V tile (K_TILE, DVP).
-  std::size_t shared_elements() const noexcept { return (k_tile + 1) * tile + (pack_v ? k_tile * dvp : 0); }
+  std::size_t shared_elements() const noexcept {
+    return (k_tile + 1) * tile + (pack_v ? k_tile * dvp : 0);
+  }
   /// Per set: head, query and row pointer of each row.
-  std::size_t index_bytes() const noexcept { return sets * tile * (2 * sizeof(std::size_t) + sizeof(T*)); }
-  std::size_t bytes() const noexcept { return (sets * set_elements() + shared_elements()) * sizeof(T) + index_bytes(); }
+  std::size_t index_bytes() const noexcept {
+    return sets * tile * (2 * sizeof(std::size_t) + sizeof(T*));
+  }
+  std::size_t bytes() const noexcept {
+    return (sets * set_elements() + shared_elements()) * sizeof(T) + index_bytes();
+  }
 };
 
 /// One work item: row sets of one batch item and K/V head, and the tiles they share.
@@ -245,7 +259,8 @@ void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std:
     }
     for (std::size_t r = r0; r < s.rows; ++r)
       for (std::size_t c = 0; c < p.d_k; ++c) s.qt[c * tile + r] = p.scale * s.q[r][c];
-    for (std::size_t c = 0; c < p.d_k; ++c) std::fill(s.qt + c * tile + s.rows, s.qt + (c + 1) * tile, T(0));
+    for (std::size_t c = 0; c < p.d_k; ++c)
+      std::fill(s.qt + c * tile + s.rows, s.qt + (c + 1) * tile, T(0));
   }
   for (std::size_t r = 0; r < tile; ++r) {
     s.m[r] = -std::numeric_limits<T>::infinity();
@@ -259,7 +274,8 @@ void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std:
 /// touches the tile. The causal test runs on whole registers; the [b][h][i][j] masks, whose
 /// rows run along the keys, are applied one element at a time.
 template <class T>
-bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n, bool any_key_ignored) {
+bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n,
+               bool any_key_ignored) {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   const attention_problem<T>& p = *it.p;
@@ -269,7 +285,8 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
   if (p.additive != nullptr) {
     masked = true;
     for (std::size_t r = 0; r < s.rows; ++r) {
-      const T* a = p.additive + it.b * p.add_batch + s.head[r] * p.add_head + s.query[r] * p.add_row + j0;
+      const T* a =
+          p.additive + it.b * p.add_batch + s.head[r] * p.add_head + s.query[r] * p.add_row + j0;
       for (std::size_t j = 0; j < n; ++j) st[j * tile + r] += a[j];
     }
   }
@@ -293,8 +310,8 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
   if (p.ignore != nullptr) {
     masked = true;
     for (std::size_t r = 0; r < s.rows; ++r) {
-      const std::uint8_t* ig =
-          p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head + s.query[r] * p.ignore_row + j0;
+      const std::uint8_t* ig = p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head +
+                               s.query[r] * p.ignore_row + j0;
       for (std::size_t j = 0; j < n; ++j)
         if (ig[j] != 0) st[j * tile + r] = minus_inf;
     }
@@ -305,13 +322,16 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
 /// Whether some mask of p ignores key j for query i of head h, batch item b (a causal,
 /// padding or pair mask, or an additive -inf).
 template <class T>
-bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i,
+                  std::size_t j) {
   if (p.causal && j > i) return true;
   if (p.key_ignore != nullptr && p.key_ignore[b * p.key_ignore_batch + j] != 0) return true;
-  if (p.ignore != nullptr && p.ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j] != 0)
+  if (p.ignore != nullptr &&
+      p.ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j] != 0)
     return true;
   return p.additive != nullptr &&
-         p.additive[b * p.add_batch + h * p.add_head + i * p.add_row + j] == -std::numeric_limits<T>::infinity();
+         p.additive[b * p.add_batch + h * p.add_head + i * p.add_row + j] ==
+             -std::numeric_limits<T>::infinity();
 }
 
 /// The V rows of a masked tile that are not finite, as offsets from j0, and a copy of the
@@ -347,20 +367,24 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
   const attention_problem<T>& p = *it.p;
   std::size_t j_end = jb;
   std::size_t min_query = p.seq_q;
-  for (std::size_t si = 0; si < it.set_count; ++si) min_query = std::min(min_query, it.sets[si].min_query);
+  for (std::size_t si = 0; si < it.set_count; ++si)
+    min_query = std::min(min_query, it.sets[si].min_query);
   if (p.causal) {
     std::size_t reach = 0;
-    for (std::size_t si = 0; si < it.set_count; ++si) reach = std::max(reach, it.sets[si].max_query + 1);
+    for (std::size_t si = 0; si < it.set_count; ++si)
+      reach = std::max(reach, it.sets[si].max_query + 1);
     j_end = std::min(j_end, reach);
   }
   thread_local unclean_values<T> unclean;
   const T* k_base = p.k + it.b * p.k_batch + it.g * p.k_head;
   const T* v_base = p.v + it.b * p.v_batch + it.g * p.v_head;
-  const std::uint8_t* key_ignore = p.key_ignore ? p.key_ignore + it.b * p.key_ignore_batch : nullptr;
+  const std::uint8_t* key_ignore =
+      p.key_ignore ? p.key_ignore + it.b * p.key_ignore_batch : nullptr;
   for (std::size_t j0 = ja; j0 < j_end; j0 += it.k_tile) {
     const std::size_t nk = std::min(it.k_tile, j_end - j0);
     const bool any_key_ignored =
-        key_ignore != nullptr && std::any_of(key_ignore + j0, key_ignore + j0 + nk, [](std::uint8_t x) { return x != 0; });
+        key_ignore != nullptr &&
+        std::any_of(key_ignore + j0, key_ignore + j0 + nk, [](std::uint8_t x) { return x != 0; });
     const T* vt = v_base + j0 * p.v_row;
     std::size_t v_row = p.v_row;
     // The V rows of keys some mask may ignore for some row of the item (padded keys, keys past
@@ -371,7 +395,8 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
     const bool crosses = p.causal && j0 + nk - 1 > min_query;
     if (pairwise || crosses || any_key_ignored) {
       auto may_be_ignored = [&](std::size_t j) {
-        return pairwise || (crosses && j0 + j > min_query) || (any_key_ignored && key_ignore[j0 + j] != 0);
+        return pairwise || (crosses && j0 + j > min_query) ||
+               (any_key_ignored && key_ignore[j0 + j] != 0);
       };
       simd<T> seen = simd<T>::zero();
       for (std::size_t j = 0; j < nk; ++j)
@@ -445,7 +470,8 @@ void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
   const std::size_t q_tiles = (p.seq_q + tile - 1) / tile;
   const std::size_t pairs = p.batch * p.kv_heads;
   // Split a group over several items only when there would be too few items for the threads.
-  const std::size_t parts = std::min(group, (2 * num_threads() + pairs * q_tiles - 1) / (pairs * q_tiles));
+  const std::size_t parts =
+      std::min(group, (2 * num_threads() + pairs * q_tiles - 1) / (pairs * q_tiles));
   const std::size_t per_item = (group + parts - 1) / parts;
   const std::size_t parts_used = (group + per_item - 1) / per_item;
   const flash_layout<T> layout(p, per_item);
@@ -454,10 +480,12 @@ void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
     // costliest tiles come first (under a causal mask the last query tiles see the most keys).
     const std::size_t pair = task / (parts_used * q_tiles), rest = task % (parts_used * q_tiles);
     const std::size_t qt = q_tiles - 1 - rest / parts_used, part = rest % parts_used;
-    flash_item<T> it{&p, pair / p.kv_heads, pair % p.kv_heads, nullptr, 0, nullptr, nullptr, nullptr, 0, 0};
+    flash_item<T> it{&p,      pair / p.kv_heads, pair % p.kv_heads, nullptr, 0,
+                     nullptr, nullptr,           nullptr,           0,       0};
     carve(layout, it);
     const std::size_t i0 = qt * tile, rows = std::min(tile, p.seq_q - i0);
-    const std::size_t h0 = it.g * group + part * per_item, h1 = std::min(it.g * group + group, h0 + per_item);
+    const std::size_t h0 = it.g * group + part * per_item,
+                      h1 = std::min(it.g * group + group, h0 + per_item);
     for (std::size_t h = h0; h < h1; ++h) {
       row_set<T>& s = it.sets[it.set_count++];
       s.rows = rows;
@@ -494,7 +522,8 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
 
   parallel_for(pairs * chunks, [&](std::size_t task, std::size_t) {
     const std::size_t pair = task / chunks, chunk = task % chunks;
-    flash_item<T> it{&p, pair / p.kv_heads, pair % p.kv_heads, nullptr, set_count, nullptr, nullptr, nullptr, 0, 0};
+    flash_item<T> it{&p,      pair / p.kv_heads, pair % p.kv_heads, nullptr, set_count,
+                     nullptr, nullptr,           nullptr,           0,       0};
     carve(layout, it);
     for (std::size_t si = 0; si < set_count; ++si) {
       row_set<T>& s = it.sets[si];
@@ -530,22 +559,28 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
   parallel_for(pairs, [&](std::size_t pair, std::size_t) {
     const std::size_t b = pair / p.kv_heads, g = pair % p.kv_heads;
     for (std::size_t row = 0; row < rows_total; ++row) {
-      T* o = p.o + b * p.o_batch + (g * group + row / p.seq_q) * p.o_head + (row % p.seq_q) * p.o_row;
+      T* o =
+          p.o + b * p.o_batch + (g * group + row / p.seq_q) * p.o_head + (row % p.seq_q) * p.o_row;
       T top = minus_inf;
       bool nan = false;
       for (std::size_t c = 0; c < chunks; ++c) {
         const T* part = part_of(pair, c, row);
-        if (part[0] != part[0] || part[1] != part[1]) nan = true;
-        else top = std::max(top, part[0]);
+        if (part[0] != part[0] || part[1] != part[1])
+          nan = true;
+        else
+          top = std::max(top, part[0]);
       }
       std::fill(o, o + p.d_v, nan ? std::numeric_limits<T>::quiet_NaN() : T(0));
-      T* lse = p.lse ? p.lse + b * p.lse_batch + (g * group + row / p.seq_q) * p.lse_head + row % p.seq_q : nullptr;
+      T* lse =
+          p.lse ? p.lse + b * p.lse_batch + (g * group + row / p.seq_q) * p.lse_head + row % p.seq_q
+                : nullptr;
       if (lse != nullptr) *lse = nan ? std::numeric_limits<T>::quiet_NaN() : minus_inf;
       if (nan) continue;
       T sum = T(0);
       for (std::size_t c = 0; c < chunks; ++c) {
         const T* part = part_of(pair, c, row);
-        const T weight = top == minus_inf || part[0] == minus_inf ? T(0) : exp_scalar(part[0] - top);
+        const T weight =
+            top == minus_inf || part[0] == minus_inf ? T(0) : exp_scalar(part[0] - top);
         sum += weight * part[1];
         for (std::size_t x = 0; x < p.d_v; ++x) o[x] += weight * part[2 + x];
       }
@@ -597,22 +632,29 @@ void flash_attention(const attention_problem<T>& p) {
         for (std::size_t i = 0; i < p.seq_q; ++i) {
           T* o = p.o + b * p.o_batch + h * p.o_head + i * p.o_row;
           std::fill(o, o + p.d_v, T(0));
-          if (p.lse != nullptr) p.lse[b * p.lse_batch + h * p.lse_head + i] = -std::numeric_limits<T>::infinity();
+          if (p.lse != nullptr)
+            p.lse[b * p.lse_batch + h * p.lse_head + i] = -std::numeric_limits<T>::infinity();
         }
     return;
   }
   // Fast paths: d_k and d_v of 64 or 128 become compile-time constants; 0 = run time.
   auto with_d_v = [&]<std::size_t DK>(std::integral_constant<std::size_t, DK>) {
     switch (p.d_v) {
-      case 64: return detail::flash_attention_with<T, DK, 64>(p);
-      case 128: return detail::flash_attention_with<T, DK, 128>(p);
-      default: return detail::flash_attention_with<T, DK, 0>(p);
+      case 64:
+        return detail::flash_attention_with<T, DK, 64>(p);
+      case 128:
+        return detail::flash_attention_with<T, DK, 128>(p);
+      default:
+        return detail::flash_attention_with<T, DK, 0>(p);
     }
   };
   switch (p.d_k) {
-    case 64: return with_d_v(std::integral_constant<std::size_t, 64>{});
-    case 128: return with_d_v(std::integral_constant<std::size_t, 128>{});
-    default: return with_d_v(std::integral_constant<std::size_t, 0>{});
+    case 64:
+      return with_d_v(std::integral_constant<std::size_t, 64>{});
+    case 128:
+      return with_d_v(std::integral_constant<std::size_t, 128>{});
+    default:
+      return with_d_v(std::integral_constant<std::size_t, 0>{});
   }
 }
 

@@ -58,13 +58,15 @@ struct flash_blocking {
     return std::clamp(keys, key_block, 16 * key_block);
   }
   /// d rounded up to whole registers.
-  static constexpr std::size_t padded(std::size_t d) noexcept { return (d + width - 1) / width * width; }
+  static constexpr std::size_t padded(std::size_t d) noexcept {
+    return (d + width - 1) / width * width;
+  }
 };
 
 /// e^x lane-wise for x <= 0, the only arguments the softmax takes (s - max); exactly 0 below
-/// -86.6 and at -inf, NaN at NaN. float: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a degree-6
-/// polynomial (Chebyshev interpolant, relative error 2e-8 before rounding), and 2^n added to
-/// the exponent bits; n is read from the low mantissa bits of the rounding constant, so no
+/// -86.6 and at -inf, NaN at NaN. float: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a
+/// degree-6 polynomial (Chebyshev interpolant, relative error 2e-8 before rounding), and 2^n added
+/// to the exponent bits; n is read from the low mantissa bits of the rounding constant, so no
 /// conversion is needed. 13 vector operations, against 21 for kernel::exp, which must also
 /// handle overflow. double uses kernel::exp.
 template <class T>
@@ -108,7 +110,8 @@ inline simd<T> exp_nonpositive(simd<T> x) noexcept {
 /// st[j][r] = Σ_c k[j][c] · qt[c][r] for j < Keys, r < QV · width (st and qt have rows of
 /// q_tile); top[r] is raised to the block's maximum of column r. DK != 0 fixes d_k.
 template <class T, std::size_t Keys, std::size_t QV, std::size_t DK>
-inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st, T* top) noexcept {
+inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st,
+                        T* top) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   const std::size_t d = DK != 0 ? DK : d_k;
@@ -144,9 +147,10 @@ inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t 
 }
 
 /// The last n < key_block keys of a score tile.
-template <class T, std::size_t QV, std::size_t DK, std::size_t Keys = flash_blocking<T>::key_block - 1>
-inline void score_tail(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st,
-                       T* top) noexcept {
+template <class T, std::size_t QV, std::size_t DK,
+          std::size_t Keys = flash_blocking<T>::key_block - 1>
+inline void score_tail(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k,
+                       T* st, T* top) noexcept {
   if constexpr (Keys > 0) {
     if (n == Keys) return score_block<T, Keys, QV, DK>(k, k_row, qt, d_k, st, top);
     return score_tail<T, QV, DK, Keys - 1>(n, k, k_row, qt, d_k, st, top);
@@ -156,11 +160,12 @@ inline void score_tail(std::size_t n, const T* k, std::size_t k_row, const T* qt
 }
 
 template <class T, std::size_t QV, std::size_t DK>
-inline void score_columns(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st,
-                          T* top) noexcept {
+inline void score_columns(std::size_t n, const T* k, std::size_t k_row, const T* qt,
+                          std::size_t d_k, T* st, T* top) noexcept {
   constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
   std::size_t j = 0;
-  for (; j + kb <= n; j += kb) score_block<T, kb, QV, DK>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+  for (; j + kb <= n; j += kb)
+    score_block<T, kb, QV, DK>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
   if (j < n) score_tail<T, QV, DK>(n - j, k + j * k_row, k_row, qt, d_k, st + j * tile, top);
 }
 
@@ -203,8 +208,8 @@ inline simd<T> dot_partials(const T* q, const T* k, std::size_t d_k) noexcept {
 /// into `width` registers whose sum holds the block's scores, one key per lane. Lanes from
 /// rows up to the next whole register are set to 0 (the softmax runs over whole registers).
 template <class T, std::size_t DK>
-void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, std::size_t n, const T* k,
-                std::size_t k_row, T* st, T* top) noexcept {
+void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, std::size_t n,
+                const T* k, std::size_t k_row, T* st, T* top) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   const std::size_t lanes = flash_blocking<T>::padded(rows);
@@ -215,7 +220,8 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
       // The last block repeats key n - 1 in its missing lanes (never stored).
       V part[w];
 #pragma GCC unroll 16
-      for (std::size_t u = 0; u < w; ++u) part[u] = dot_partials<T, DK>(q[r], k + std::min(j + u, n - 1) * k_row, d_k);
+      for (std::size_t u = 0; u < w; ++u)
+        part[u] = dot_partials<T, DK>(q[r], k + std::min(j + u, n - 1) * k_row, d_k);
       transpose(part);
 #pragma GCC unroll 16
       for (std::size_t u = 1; u < w; u *= 2)  // pairwise sum of the w registers
@@ -243,7 +249,8 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 /// P = e^(st - m); l = alpha · l + Σ_j P. A column whose keys have all been masked so far
 /// has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
 template <class T>
-void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l, T* alpha) noexcept {
+void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
+                  T* alpha) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   const V minus_inf = V::broadcast(-std::numeric_limits<T>::infinity());
@@ -286,8 +293,8 @@ void tile_maximum(const T* st, std::size_t n, std::size_t lanes, T* top) noexcep
 /// acc[r][c] = alpha[r] · acc[r][c] + Σ_j p[j][r] · v[j][c] for r < Rows, c < CV · width;
 /// p has rows of q_tile, acc rows of acc_row.
 template <class T, std::size_t Rows, std::size_t CV>
-inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row, const T* alpha, T* acc,
-                        std::size_t acc_row) noexcept {
+inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row, const T* alpha,
+                        T* acc, std::size_t acc_row) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   V o[Rows][CV];
@@ -340,8 +347,8 @@ inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row
 
 /// value_block with cvs <= CV registers of columns and rows <= Rows rows (edge blocks).
 template <class T, std::size_t Rows, std::size_t CV = flash_blocking<T>::col_vectors>
-inline void value_columns(std::size_t cvs, std::size_t n, const T* p, const T* v, std::size_t v_row, const T* alpha,
-                          T* acc, std::size_t acc_row) noexcept {
+inline void value_columns(std::size_t cvs, std::size_t n, const T* p, const T* v, std::size_t v_row,
+                          const T* alpha, T* acc, std::size_t acc_row) noexcept {
   if constexpr (CV > 1) {
     if (cvs < CV) return value_columns<T, Rows, CV - 1>(cvs, n, p, v, v_row, alpha, acc, acc_row);
   }
@@ -349,8 +356,8 @@ inline void value_columns(std::size_t cvs, std::size_t n, const T* p, const T* v
 }
 
 template <class T, std::size_t Rows = flash_blocking<T>::row_block>
-inline void value_rows(std::size_t rows, std::size_t cvs, std::size_t n, const T* p, const T* v, std::size_t v_row,
-                       const T* alpha, T* acc, std::size_t acc_row) noexcept {
+inline void value_rows(std::size_t rows, std::size_t cvs, std::size_t n, const T* p, const T* v,
+                       std::size_t v_row, const T* alpha, T* acc, std::size_t acc_row) noexcept {
   if constexpr (Rows > 1) {
     if (rows < Rows) return value_rows<T, Rows - 1>(rows, cvs, n, p, v, v_row, alpha, acc, acc_row);
   }
@@ -361,15 +368,17 @@ inline void value_rows(std::size_t rows, std::size_t cvs, std::size_t n, const T
 /// softmax_step, V rows of v_row elements, DVP a whole number of registers. DV != 0 fixes
 /// DVP at compile time.
 template <class T, std::size_t DV>
-inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n, const T* p, const T* v,
-                       std::size_t v_row, const T* alpha, T* acc) noexcept {
+inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n, const T* p,
+                       const T* v, std::size_t v_row, const T* alpha, T* acc) noexcept {
   using blocking = flash_blocking<T>;
-  constexpr std::size_t w = blocking::width, rb = blocking::row_block, cb = blocking::col_vectors * w;
+  constexpr std::size_t w = blocking::width, rb = blocking::row_block,
+                        cb = blocking::col_vectors * w;
   const std::size_t dvp = DV != 0 ? DV : dvp_runtime;
   for (std::size_t r = 0; r < rows; r += rb) {
     const std::size_t nr = std::min(rb, rows - r);
     for (std::size_t c = 0; c < dvp; c += cb)
-      value_rows<T>(nr, std::min(cb, dvp - c) / w, n, p + r, v + c, v_row, alpha + r, acc + r * dvp + c, dvp);
+      value_rows<T>(nr, std::min(cb, dvp - c) / w, n, p + r, v + c, v_row, alpha + r,
+                    acc + r * dvp + c, dvp);
   }
 }
 

@@ -85,9 +85,8 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     unroll<Rows>([&](auto i) __attribute__((always_inline)) {
       const V ai = V::broadcast(a[i * lda]);
-      unroll<nv>([&](auto j) __attribute__((always_inline)) {
-        acc[i][j] = fma(ai, bv[j], acc[i][j]);
-      });
+      unroll<nv>([&](auto j)
+                     __attribute__((always_inline)) { acc[i][j] = fma(ai, bv[j], acc[i][j]); });
     });
     a += 1;
     b += nr;
@@ -117,7 +116,8 @@ template <class T>
 gemm_micro_kernel_ptr<T> gemm_micro_kernel_for(std::size_t rows) noexcept {
   static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
     return std::array<gemm_micro_kernel_ptr<T>, sizeof...(R)>{&gemm_micro_kernel<T, R + 1>...};
-  }(std::make_index_sequence<gemm_tile<T>::mr>{});
+  }
+  (std::make_index_sequence<gemm_tile<T>::mr>{});
   return table[rows - 1];
 }
 

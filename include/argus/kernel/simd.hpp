@@ -38,12 +38,15 @@ inline constexpr const char* simd_isa = "portable";
 inline constexpr std::size_t buffer_alignment = simd_bytes > 64 ? simd_bytes : 64;
 
 namespace detail {
-template <class T> struct native_vector;
-template <> struct native_vector<float> {
+template <class T>
+struct native_vector;
+template <>
+struct native_vector<float> {
   using type = float __attribute__((vector_size(simd_bytes)));
   using bits = std::int32_t __attribute__((vector_size(simd_bytes)));
 };
-template <> struct native_vector<double> {
+template <>
+struct native_vector<double> {
   using type = double __attribute__((vector_size(simd_bytes)));
   using bits = std::int64_t __attribute__((vector_size(simd_bytes)));
 };
@@ -105,8 +108,14 @@ struct simd {
   friend simd operator-(simd a, simd b) noexcept { return {a.v - b.v}; }
   friend simd operator*(simd a, simd b) noexcept { return {a.v * b.v}; }
   friend simd operator/(simd a, simd b) noexcept { return {a.v / b.v}; }
-  simd& operator+=(simd b) noexcept { v += b.v; return *this; }
-  simd& operator*=(simd b) noexcept { v *= b.v; return *this; }
+  simd& operator+=(simd b) noexcept {
+    v += b.v;
+    return *this;
+  }
+  simd& operator*=(simd b) noexcept {
+    v *= b.v;
+    return *this;
+  }
 
   /// max(a, b) lane-wise, as the max instructions: where either is NaN, the result is b.
   friend simd max(simd a, simd b) noexcept { return {a.v > b.v ? a.v : b.v}; }
@@ -241,16 +250,17 @@ inline void transpose(simd<T>* rows) noexcept {
   using N = typename simd<T>::native;
   auto round = [&]<std::size_t H, std::size_t... I>(std::integral_constant<std::size_t, H>,
                                                     std::index_sequence<I...>) {
-    (((I & H) == 0 ? detail::transpose_step<N, H, w>(rows[I].v, rows[I | H].v,
-                                                     std::make_index_sequence<w>{})
-                   : void()),
+    (((I & H) == 0
+          ? detail::transpose_step<N, H, w>(rows[I].v, rows[I | H].v, std::make_index_sequence<w>{})
+          : void()),
      ...);
   };
   [&]<std::size_t... S>(std::index_sequence<S...>) {
     (round(std::integral_constant<std::size_t, (std::size_t(1) << S)>{},
            std::make_index_sequence<w>{}),
      ...);
-  }(std::make_index_sequence<std::bit_width(w) - 1>{});
+  }
+  (std::make_index_sequence<std::bit_width(w) - 1>{});
 }
 
 }  // namespace argus::kernel

@@ -25,14 +25,16 @@ namespace argus::kernel {
 /// over whole registers with several independent accumulators, and one masked register for
 /// the tail. The tail goes through the same vector exp(), so an entry's value does not
 /// depend on its position in the row.
+// clang-format off
 template <class T>
   requires std::is_same_v<T, float> || std::is_same_v<T, double>
 void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) noexcept {
+  // clang-format on
   using V = simd<T>;
   constexpr std::size_t w = V::width;
   constexpr std::size_t lanes = 4;  // independent accumulators per pass
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-  const std::size_t full = cols / w * w;         // columns in whole registers
+  const std::size_t full = cols / w * w;  // columns in whole registers
   const std::size_t unrolled = cols / (lanes * w) * (lanes * w);
   const std::size_t tail = cols - full;
 
@@ -54,7 +56,8 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) noe
       // are scanned). Otherwise a NaN makes the sum below NaN, and +inf gives inf - inf.
       bool nan = false;
       for (std::size_t c = 0; c < cols; ++c) nan = nan || row[c] != row[c];
-      for (std::size_t c = 0; c < cols; ++c) row[c] = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+      for (std::size_t c = 0; c < cols; ++c)
+        row[c] = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
       continue;
     }
 

@@ -17,26 +17,46 @@ namespace argus {
 inline constexpr std::size_t dyn = std::dynamic_extent;
 
 /// Batch items.
-template <std::size_t N = dyn> struct batch { static constexpr std::size_t static_extent = N; };
+template <std::size_t N = dyn>
+struct batch {
+  static constexpr std::size_t static_extent = N;
+};
 /// Sequence positions (tokens): queries, keys or values.
-template <std::size_t N = dyn> struct seq { static constexpr std::size_t static_extent = N; };
+template <std::size_t N = dyn>
+struct seq {
+  static constexpr std::size_t static_extent = N;
+};
 /// Features of an activation or of a stacked weight: d_model, kdim, vdim, h·d_k, h·d_v.
-template <std::size_t N> struct model { static constexpr std::size_t static_extent = N; };
+template <std::size_t N>
+struct model {
+  static constexpr std::size_t static_extent = N;
+};
 /// Attention heads (query heads or key/value heads).
-template <std::size_t N> struct head { static constexpr std::size_t static_extent = N; };
+template <std::size_t N>
+struct head {
+  static constexpr std::size_t static_extent = N;
+};
 /// Features of one head: d_k or d_v.
-template <std::size_t N> struct head_dim { static constexpr std::size_t static_extent = N; };
+template <std::size_t N>
+struct head_dim {
+  static constexpr std::size_t static_extent = N;
+};
 
 namespace detail {
-template <class A> struct axis_traits : std::false_type {};
+template <class A>
+struct axis_traits : std::false_type {};
+// clang-format off
 template <template <std::size_t> class Kind, std::size_t N>
   requires std::is_same_v<Kind<N>, batch<N>> || std::is_same_v<Kind<N>, seq<N>> ||
            std::is_same_v<Kind<N>, model<N>> || std::is_same_v<Kind<N>, head<N>> ||
            std::is_same_v<Kind<N>, head_dim<N>>
 struct axis_traits<Kind<N>> : std::true_type {
-  template <std::size_t M> using rebind = Kind<M>;
+  // clang-format on
+  template <std::size_t M>
+  using rebind = Kind<M>;
 };
-template <class A, class B> struct same_axis_kind : std::false_type {};
+template <class A, class B>
+struct same_axis_kind : std::false_type {};
 template <template <std::size_t> class Kind, std::size_t M, std::size_t N>
 struct same_axis_kind<Kind<M>, Kind<N>> : std::true_type {};
 }  // namespace detail

@@ -40,10 +40,12 @@ class shape {
   }
 
   /// From the run-time extents only, in axis order (as std::extents).
+  // clang-format off
   template <class... I>
     requires(sizeof...(I) == rank_dynamic() && rank_dynamic() > 0 &&
              (std::is_convertible_v<I, std::size_t> && ...))
   constexpr explicit shape(I... dynamic) noexcept : extents_(statics_) {
+    // clang-format on
     const std::array<std::size_t, sizeof...(I)> d{static_cast<std::size_t>(dynamic)...};
     std::size_t k = 0;
     for (std::size_t i = 0; i < rank(); ++i)
@@ -90,8 +92,10 @@ class shape {
 };
 
 namespace detail {
-template <class S> struct is_shape : std::false_type {};
-template <class... A> struct is_shape<shape<A...>> : std::true_type {};
+template <class S>
+struct is_shape : std::false_type {};
+template <class... A>
+struct is_shape<shape<A...>> : std::true_type {};
 }  // namespace detail
 
 /// A shape<Axes...>.
@@ -127,11 +131,14 @@ template <Shape S, std::size_t I>
 inline constexpr std::size_t static_extent_v = axis_t<S, I>::static_extent;
 
 namespace detail {
-template <class S, template <std::size_t> class... Kinds> struct has_axes : std::false_type {};
+template <class S, template <std::size_t> class... Kinds>
+struct has_axes : std::false_type {};
+// clang-format off
 template <class... A, template <std::size_t> class... Kinds>
   requires(sizeof...(A) == sizeof...(Kinds))
 struct has_axes<shape<A...>, Kinds...>
     : std::bool_constant<(detail::same_axis_kind<A, Kinds<A::static_extent>>::value && ...)> {};
+// clang-format on
 }  // namespace detail
 
 /// True when the axes of S are, in order, of the given kinds (extents not compared).

@@ -38,7 +38,8 @@ class aligned_buffer {
     std::copy_n(o.data(), size_, data());
   }
   /// Leaves o empty: no storage and size 0.
-  aligned_buffer(aligned_buffer&& o) noexcept : data_(std::move(o.data_)), size_(std::exchange(o.size_, 0)) {}
+  aligned_buffer(aligned_buffer&& o) noexcept
+      : data_(std::move(o.data_)), size_(std::exchange(o.size_, 0)) {}
   aligned_buffer& operator=(const aligned_buffer& o) {
     if (this != &o) *this = aligned_buffer(o);
     return *this;

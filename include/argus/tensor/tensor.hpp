@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
-#include <utility>
 #include <type_traits>
+#include <utility>
 
 namespace argus {
 
@@ -37,9 +37,11 @@ class tensor {
   /// From the run-time extents, in axis order; elements are zero. Giving a different number
   /// of extents than S has run-time axes is a compile error naming
   /// run_time_extents_match_dyn_axes.
+  // clang-format off
   template <class... I>
     requires(sizeof...(I) > 0 && (std::is_integral_v<I> && ...))
   explicit tensor(I... dynamic) : tensor(detail::shape_from_run_time_extents<S>(dynamic...)) {}
+  // clang-format on
   /// From a shape object; elements are zero.
   explicit tensor(const S& s) : shape_(s), buffer_(s.size()) {}
 
@@ -48,7 +50,8 @@ class tensor {
   /// A moved-from tensor is empty: its run-time extents are 0, and it has no storage. When
   /// every extent is static it keeps them, and evaluating an expression that reads it throws
   /// shape_error ("moved-from tensor").
-  tensor(tensor&& o) noexcept : shape_(std::exchange(o.shape_, S{})), buffer_(std::move(o.buffer_)) {}
+  tensor(tensor&& o) noexcept
+      : shape_(std::exchange(o.shape_, S{})), buffer_(std::move(o.buffer_)) {}
   tensor& operator=(tensor&& o) noexcept {
     if (this != &o) {
       shape_ = std::exchange(o.shape_, S{});
@@ -73,12 +76,16 @@ class tensor {
   operator tensor_view<T, S>() noexcept { return view(); }
   operator tensor_view<const T, S>() const noexcept { return view(); }
 
+  // clang-format off
   template <class... I>
     requires(sizeof...(I) == S::rank())
   T& operator()(I... idx) noexcept { return data()[layout<S>::row_major(shape_)(idx...)]; }
+  // clang-format on
+  // clang-format off
   template <class... I>
     requires(sizeof...(I) == S::rank())
   const T& operator()(I... idx) const noexcept {
+    // clang-format on
     return data()[layout<S>::row_major(shape_)(idx...)];
   }
 

@@ -9,10 +9,14 @@
 namespace argus {
 
 namespace detail {
-template <class X> struct is_tensor : std::false_type {};
-template <class T, class S> struct is_tensor<tensor<T, S>> : std::true_type {};
-template <class X> struct is_tensor_view : std::false_type {};
-template <class T, class S> struct is_tensor_view<tensor_view<T, S>> : std::true_type {};
+template <class X>
+struct is_tensor : std::false_type {};
+template <class T, class S>
+struct is_tensor<tensor<T, S>> : std::true_type {};
+template <class X>
+struct is_tensor_view : std::false_type {};
+template <class T, class S>
+struct is_tensor_view<tensor_view<T, S>> : std::true_type {};
 }  // namespace detail
 
 /// An owning argus::tensor<T, Shape>.

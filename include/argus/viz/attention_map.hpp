@@ -62,165 +62,172 @@ struct attention_map {
 
 /// attention_weights(y) evaluated, (batch, head, seq_q, seq_kv), as an attention_map.
 /// Throws shape_error when batch_item is out of range or a token list has the wrong length.
+// clang-format off
 template <class T, Shape S>
 requires shape_has_axes<S, batch, head, seq, seq> attention_map
 make_attention_map(const tensor_view<const T, S>& w, const attention_picture_options& o = {}) {
-  constexpr const char* op = "argus::make_attention_map";
-  detail::check(o.batch_item < w.extent(0), std::string(op) + ": batch_item " +
-                                                std::to_string(o.batch_item) +
-                                                " is out of range: the weights hold " +
-                                                std::to_string(w.extent(0)) + " batch items");
-  attention_map m;
-  m.heads = w.extent(1), m.seq_q = w.extent(2), m.seq_kv = w.extent(3);
-  if (!o.query_tokens.empty())
-    detail::check_extents_agree(op, "the number of query_tokens", o.query_tokens.size(),
-                                "seq_q of the weights", m.seq_q);
-  if (!o.key_tokens.empty())
-    detail::check_extents_agree(op, "the number of key_tokens", o.key_tokens.size(),
-                                "seq_kv of the weights", m.seq_kv);
-  m.weights.reserve(m.heads * m.seq_q * m.seq_kv);
-  double largest = 0;
-  for (std::size_t h = 0; h < m.heads; ++h)
-    for (std::size_t q = 0; q < m.seq_q; ++q)
-      for (std::size_t k = 0; k < m.seq_kv; ++k) {
-        const double v = static_cast<double>(w(o.batch_item, h, q, k));
-        m.weights.push_back(v);
-        if (std::isfinite(v)) largest = std::max(largest, v);
-      }
-  const auto indices = [](std::size_t n) {
-    std::vector<std::string> v;
-    for (std::size_t i = 0; i < n; ++i) v.push_back(std::to_string(i));
-    return v;
-  };
-  m.query_labels = o.query_tokens.empty() ? indices(m.seq_q) : o.query_tokens;
-  m.key_labels = !o.key_tokens.empty()                              ? o.key_tokens
-                 : (!o.query_tokens.empty() && m.seq_kv == m.seq_q) ? o.query_tokens
-                                                                    : indices(m.seq_kv);
-  m.title = o.title;
-  m.columns = o.columns == 0 ? std::max<std::size_t>(m.heads, 1) : o.columns;
-  m.scale_max = o.scale_max > 0 ? o.scale_max : (largest > 0 ? largest : 1.0);
-  return m;
-}
+    // clang-format on
+    constexpr const char* op = "argus::make_attention_map";
+    detail::check(o.batch_item < w.extent(0), std::string(op) + ": batch_item " +
+                                                  std::to_string(o.batch_item) +
+                                                  " is out of range: the weights hold " +
+                                                  std::to_string(w.extent(0)) + " batch items");
+    attention_map m;
+    m.heads = w.extent(1), m.seq_q = w.extent(2), m.seq_kv = w.extent(3);
+    if (!o.query_tokens.empty())
+      detail::check_extents_agree(op, "the number of query_tokens", o.query_tokens.size(),
+                                  "seq_q of the weights", m.seq_q);
+    if (!o.key_tokens.empty())
+      detail::check_extents_agree(op, "the number of key_tokens", o.key_tokens.size(),
+                                  "seq_kv of the weights", m.seq_kv);
+    m.weights.reserve(m.heads * m.seq_q * m.seq_kv);
+    double largest = 0;
+    for (std::size_t h = 0; h < m.heads; ++h)
+      for (std::size_t q = 0; q < m.seq_q; ++q)
+        for (std::size_t k = 0; k < m.seq_kv; ++k) {
+          const double v = static_cast<double>(w(o.batch_item, h, q, k));
+          m.weights.push_back(v);
+          if (std::isfinite(v)) largest = std::max(largest, v);
+        }
+    const auto indices = [](std::size_t n) {
+      std::vector<std::string> v;
+      for (std::size_t i = 0; i < n; ++i) v.push_back(std::to_string(i));
+      return v;
+    };
+    m.query_labels = o.query_tokens.empty() ? indices(m.seq_q) : o.query_tokens;
+    m.key_labels = !o.key_tokens.empty()                              ? o.key_tokens
+                   : (!o.query_tokens.empty() && m.seq_kv == m.seq_q) ? o.query_tokens
+                                                                      : indices(m.seq_kv);
+    m.title = o.title;
+    m.columns = o.columns == 0 ? std::max<std::size_t>(m.heads, 1) : o.columns;
+    m.scale_max = o.scale_max > 0 ? o.scale_max : (largest > 0 ? largest : 1.0);
+    return m;
+  }
 
 /// The same, from a view of mutable elements.
+// clang-format off
 template <class T, Shape S>
 requires shape_has_axes<S, batch, head, seq, seq> &&(!std::is_const_v<T>)attention_map
     make_attention_map(const tensor_view<T, S>& w, const attention_picture_options& o = {}) {
-  return make_attention_map(tensor_view<const T, S>(w), o);
-}
+    // clang-format on
+    return make_attention_map(tensor_view<const T, S>(w), o);
+  }
 
-/// The same, from the tensor evaluate() returns.
+  /// The same, from the tensor evaluate() returns.
+  // clang-format off
 template <class T, Shape S>
 requires shape_has_axes<S, batch, head, seq, seq> attention_map
 make_attention_map(const tensor<T, S>& w, const attention_picture_options& o = {}) {
-  return make_attention_map(w.view(), o);
-}
+      // clang-format on
+      return make_attention_map(w.view(), o);
+    }
 
-/// An sRGB colour.
-struct rgb {
-  std::uint8_t r = 0, g = 0, b = 0;
-  friend constexpr bool operator==(const rgb&, const rgb&) = default;
-};
-
-/// The viridis colour map at t in [0, 1] (dark purple at 0, yellow at 1), interpolated
-/// between 11 samples of matplotlib's table; NaN is mid grey.
-inline rgb viridis(double t) {
-  static constexpr std::array<std::array<double, 3>, 11> table = {{{68, 1, 84},
-                                                                   {72, 36, 117},
-                                                                   {65, 68, 135},
-                                                                   {53, 95, 141},
-                                                                   {42, 120, 142},
-                                                                   {33, 145, 140},
-                                                                   {34, 168, 132},
-                                                                   {68, 191, 112},
-                                                                   {122, 209, 81},
-                                                                   {189, 223, 38},
-                                                                   {253, 231, 37}}};
-  if (std::isnan(t)) return {128, 128, 128};
-  const double x = std::clamp(t, 0.0, 1.0) * 10;
-  const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(x), 9);
-  const double f = x - double(i);
-  const auto mix = [&](int c) {
-    return static_cast<std::uint8_t>(std::lround(table[i][c] * (1 - f) + table[i + 1][c] * f));
+  /// An sRGB colour.
+  struct rgb {
+    std::uint8_t r = 0, g = 0, b = 0;
+    friend constexpr bool operator==(const rgb&, const rgb&) = default;
   };
-  return {mix(0), mix(1), mix(2)};
-}
 
-/// "#rrggbb".
-inline std::string hex(rgb c) {
-  char s[8];
-  std::snprintf(s, sizeof s, "#%02x%02x%02x", c.r, c.g, c.b);
-  return s;
-}
-
-/// A scale value for a legend: 3 significant digits ("0.5", "0.125", "1").
-inline std::string legend_number(double v) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%.3g", v);
-  return s;
-}
-
-namespace detail {
-
-/// Where everything goes, in pixels; text is 6 px per character and 10 px per line (the
-/// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width).
-struct picture_layout {
-  static constexpr int char_w = 6, line_h = 10, margin = 12, gap = 18, title_h = 24,
-                       panel_title_h = 16;
-  static constexpr int legend_w = 14, legend_gap = 16;
-
-  int cell = 0;                  // side of one weight's square
-  int row_label_w = 0;           // left of each panel: the query labels
-  int col_label_h = 0;           // below each panel: the key labels, written upwards
-  int panel_w = 0, panel_h = 0;  // the heat map alone
-  int block_w = 0, block_h = 0;  // one panel with its labels and its title
-  std::size_t cols = 1, rows = 1;
-  int legend_x = 0, legend_y = 0, legend_h = 0;
-  int width = 0, height = 0;
-
-  static std::size_t longest(const std::vector<std::string>& v) {
-    std::size_t n = 0;
-    for (const auto& s : v) n = std::max(n, s.size());
-    return n;
+  /// The viridis colour map at t in [0, 1] (dark purple at 0, yellow at 1), interpolated
+  /// between 11 samples of matplotlib's table; NaN is mid grey.
+  inline rgb viridis(double t) {
+    static constexpr std::array<std::array<double, 3>, 11> table = {{{68, 1, 84},
+                                                                     {72, 36, 117},
+                                                                     {65, 68, 135},
+                                                                     {53, 95, 141},
+                                                                     {42, 120, 142},
+                                                                     {33, 145, 140},
+                                                                     {34, 168, 132},
+                                                                     {68, 191, 112},
+                                                                     {122, 209, 81},
+                                                                     {189, 223, 38},
+                                                                     {253, 231, 37}}};
+    if (std::isnan(t)) return {128, 128, 128};
+    const double x = std::clamp(t, 0.0, 1.0) * 10;
+    const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(x), 9);
+    const double f = x - double(i);
+    const auto mix = [&](int c) {
+      return static_cast<std::uint8_t>(std::lround(table[i][c] * (1 - f) + table[i + 1][c] * f));
+    };
+    return {mix(0), mix(1), mix(2)};
   }
 
-  explicit picture_layout(const attention_map& m) {
-    const std::size_t longest_side = std::max<std::size_t>({m.seq_q, m.seq_kv, 1});
-    cell = static_cast<int>(std::clamp<std::size_t>(240 / longest_side, 4, 24));
-    row_label_w = static_cast<int>(std::min<std::size_t>(longest(m.query_labels), 16)) * char_w + 6;
-    col_label_h = static_cast<int>(std::min<std::size_t>(longest(m.key_labels), 16)) * char_w + 6;
-    panel_w = cell * static_cast<int>(m.seq_kv);
-    panel_h = cell * static_cast<int>(m.seq_q);
-    block_w = row_label_w + panel_w;
-    block_h = panel_title_h + panel_h + col_label_h;
-    cols = std::max<std::size_t>(1, std::min(m.columns, std::max<std::size_t>(m.heads, 1)));
-    rows = (m.heads + cols - 1) / cols;
-    const int grid_w = static_cast<int>(cols) * block_w + static_cast<int>(cols - 1) * gap;
-    const int grid_h =
-        static_cast<int>(rows) * block_h + static_cast<int>(rows ? rows - 1 : 0) * gap;
-    legend_x = margin + grid_w + legend_gap;
-    legend_y = margin + title_h + panel_title_h;
-    legend_h = std::max(panel_h, 60);
-    const int legend_total_w = legend_w + 6 + 5 * char_w;  // bar, tick, "0.125"
-    width = std::max(
-        legend_x + legend_total_w + margin,
-        2 * margin + static_cast<int>(std::min<std::size_t>(m.title.size(), 200)) * char_w * 2);
-    height = margin + title_h + std::max(grid_h, panel_title_h + legend_h + line_h) + margin;
+  /// "#rrggbb".
+  inline std::string hex(rgb c) {
+    char s[8];
+    std::snprintf(s, sizeof s, "#%02x%02x%02x", c.r, c.g, c.b);
+    return s;
   }
-  /// Top-left corner of head h's heat map.
-  int panel_x(std::size_t h) const {
-    return margin + static_cast<int>(h % cols) * (block_w + gap) + row_label_w;
-  }
-  int panel_y(std::size_t h) const {
-    return margin + title_h + static_cast<int>(h / cols) * (block_h + gap) + panel_title_h;
-  }
-};
 
-/// s cut to n characters ("…" would not fit the bitmap font: a trailing '~' marks the cut).
-inline std::string clipped(const std::string& s, std::size_t n) {
-  return s.size() <= n ? s : s.substr(0, n - 1) + "~";
-}
+  /// A scale value for a legend: 3 significant digits ("0.5", "0.125", "1").
+  inline std::string legend_number(double v) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.3g", v);
+    return s;
+  }
 
-}  // namespace detail
+  namespace detail {
+
+  /// Where everything goes, in pixels; text is 6 px per character and 10 px per line (the
+  /// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width).
+  struct picture_layout {
+    static constexpr int char_w = 6, line_h = 10, margin = 12, gap = 18, title_h = 24,
+                         panel_title_h = 16;
+    static constexpr int legend_w = 14, legend_gap = 16;
+
+    int cell = 0;                  // side of one weight's square
+    int row_label_w = 0;           // left of each panel: the query labels
+    int col_label_h = 0;           // below each panel: the key labels, written upwards
+    int panel_w = 0, panel_h = 0;  // the heat map alone
+    int block_w = 0, block_h = 0;  // one panel with its labels and its title
+    std::size_t cols = 1, rows = 1;
+    int legend_x = 0, legend_y = 0, legend_h = 0;
+    int width = 0, height = 0;
+
+    static std::size_t longest(const std::vector<std::string>& v) {
+      std::size_t n = 0;
+      for (const auto& s : v) n = std::max(n, s.size());
+      return n;
+    }
+
+    explicit picture_layout(const attention_map& m) {
+      const std::size_t longest_side = std::max<std::size_t>({m.seq_q, m.seq_kv, 1});
+      cell = static_cast<int>(std::clamp<std::size_t>(240 / longest_side, 4, 24));
+      row_label_w =
+          static_cast<int>(std::min<std::size_t>(longest(m.query_labels), 16)) * char_w + 6;
+      col_label_h = static_cast<int>(std::min<std::size_t>(longest(m.key_labels), 16)) * char_w + 6;
+      panel_w = cell * static_cast<int>(m.seq_kv);
+      panel_h = cell * static_cast<int>(m.seq_q);
+      block_w = row_label_w + panel_w;
+      block_h = panel_title_h + panel_h + col_label_h;
+      cols = std::max<std::size_t>(1, std::min(m.columns, std::max<std::size_t>(m.heads, 1)));
+      rows = (m.heads + cols - 1) / cols;
+      const int grid_w = static_cast<int>(cols) * block_w + static_cast<int>(cols - 1) * gap;
+      const int grid_h =
+          static_cast<int>(rows) * block_h + static_cast<int>(rows ? rows - 1 : 0) * gap;
+      legend_x = margin + grid_w + legend_gap;
+      legend_y = margin + title_h + panel_title_h;
+      legend_h = std::max(panel_h, 60);
+      const int legend_total_w = legend_w + 6 + 5 * char_w;  // bar, tick, "0.125"
+      width = std::max(
+          legend_x + legend_total_w + margin,
+          2 * margin + static_cast<int>(std::min<std::size_t>(m.title.size(), 200)) * char_w * 2);
+      height = margin + title_h + std::max(grid_h, panel_title_h + legend_h + line_h) + margin;
+    }
+    /// Top-left corner of head h's heat map.
+    int panel_x(std::size_t h) const {
+      return margin + static_cast<int>(h % cols) * (block_w + gap) + row_label_w;
+    }
+    int panel_y(std::size_t h) const {
+      return margin + title_h + static_cast<int>(h / cols) * (block_h + gap) + panel_title_h;
+    }
+  };
+
+  /// s cut to n characters ("…" would not fit the bitmap font: a trailing '~' marks the cut).
+  inline std::string clipped(const std::string& s, std::size_t n) {
+    return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+  }
+
+  }  // namespace detail
 
 }  // namespace argus

@@ -34,7 +34,8 @@ BOOST_AUTO_TEST_CASE(fused_and_unfused_plans_of_the_paper_configuration) {
 
 BOOST_AUTO_TEST_CASE(split_heads_of_an_input_is_a_view) {
   tensor<float, shape<batch<1>, seq<>, model<16>>> x(5);  // (1,SEQ,16)
-  const plan f = explain(attend(softmax(scores(split_heads<2>(x), split_heads<2>(x))), split_heads<2>(x)), fused);
+  const plan f = explain(
+      attend(softmax(scores(split_heads<2>(x), split_heads<2>(x))), split_heads<2>(x)), fused);
   BOOST_TEST(f.to_string().find("strided view, no copy") != std::string::npos);
   BOOST_TEST(f.materialised_bytes() == 5 * 16 * sizeof(float));  // the attention output only
 }

@@ -9,11 +9,10 @@
 // tsan-run: module_forward_fused_equals_unfused<cfg<float_ 32ul*
 // tsan-run: fully_masked_rows_give_zeros_fused
 #define BOOST_TEST_MODULE eval_fused_vs_unfused
+#include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>
-
-#include "../../support/random_tensors.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -30,7 +29,8 @@ using test::max_rel_diff;
 using test::randomize;
 using test::rng;
 
-template <class T> constexpr double tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+template <class T>
+constexpr double tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-12;
 
 template <class E>
 void law(const E& e) {
@@ -58,26 +58,28 @@ using configs = std::tuple<cfg<float, 512, 8, 8, 64, 64>, cfg<float, 64, 4, 4, 1
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(module_forward_fused_equals_unfused, C, configs) {
   using T = typename C::value_type;
-  using mha_t = multi_head_attention<C::d_model, C::heads,
-                                     mha_options{.kv_heads = C::kv_heads, .d_k = C::d_k, .d_v = C::d_v},
-                                     T>;
+  using mha_t =
+      multi_head_attention<C::d_model, C::heads,
+                           mha_options{.kv_heads = C::kv_heads, .d_k = C::d_k, .d_v = C::d_v}, T>;
   mha_t mha;
   const double ws = 1.0 / std::sqrt(double(C::d_model));
-  randomize(mha.w_q, 2 * ws), randomize(mha.w_k, 2 * ws), randomize(mha.w_v, ws), randomize(mha.w_o, ws);
-  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1), randomize(mha.b_o, 0.1);
+  randomize(mha.w_q, 2 * ws), randomize(mha.w_k, 2 * ws), randomize(mha.w_v, ws),
+      randomize(mha.w_o, ws);
+  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1),
+      randomize(mha.b_o, 0.1);
   std::uniform_int_distribution<std::size_t> len(1, 150), bat(1, 2);
   for (int trial = 0; trial < 3; ++trial) {
     const std::size_t b = bat(rng()), sq = len(rng()), skv = len(rng());
     tensor<T, shape<batch<>, seq<>, model<C::d_model>>> xq(b, sq), xkv(b, skv);  // (B,SEQ,D_MODEL)
     randomize(xq), randomize(xkv);
-    tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);                     // (B,SEQ_KV)
+    tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);  // (B,SEQ_KV)
     for (auto& p : pad) p = std::bernoulli_distribution(0.3)(rng());
     pad(0, skv - 1) = 0;
-    tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);                             // (SEQ_Q,SEQ_KV)
+    tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);  // (SEQ_Q,SEQ_KV)
     for (auto& p : pairs) p = std::bernoulli_distribution(0.25)(rng());
-    tensor<T, shape<seq<>, seq<>>> add(sq, skv);                                  // (SEQ_Q,SEQ_KV)
+    tensor<T, shape<seq<>, seq<>>> add(sq, skv);  // (SEQ_Q,SEQ_KV)
     randomize(add);
-    tensor<bool, shape<seq<>, seq<>>> self_pairs(sq, sq);                         // (SEQ_Q,SEQ_Q)
+    tensor<bool, shape<seq<>, seq<>>> self_pairs(sq, sq);  // (SEQ_Q,SEQ_Q)
     for (auto& p : self_pairs) p = std::bernoulli_distribution(0.25)(rng());
     BOOST_TEST_CONTEXT("batch " << b << ", seq_q " << sq << ", seq_kv " << skv) {
       law(mha.forward(xq, xkv, xkv));
@@ -91,7 +93,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(module_forward_fused_equals_unfused, C, configs) {
 
 BOOST_AUTO_TEST_CASE(decode_shapes) {
   multi_head_attention<128, 4, mha_options{.kv_heads = 2}> mha;
-  randomize(mha.w_q, 0.1), randomize(mha.w_k, 0.1), randomize(mha.w_v, 0.1), randomize(mha.w_o, 0.1);
+  randomize(mha.w_q, 0.1), randomize(mha.w_k, 0.1), randomize(mha.w_v, 0.1),
+      randomize(mha.w_o, 0.1);
   for (std::size_t sq : {1u, 4u, 16u})
     for (std::size_t skv : {1u, 100u, 3000u}) {
       tensor<float, shape<batch<>, seq<>, model<128>>> q(2, sq), kv(2, skv);  // (B,SEQ,D_MODEL)
@@ -104,21 +107,23 @@ BOOST_AUTO_TEST_CASE(fully_masked_rows_give_zeros_fused) {
   multi_head_attention<32, 2> mha;  // weights ~ 1/sqrt(d_model): logits of order 1, as in practice
   const double ws = 1.0 / std::sqrt(32.0);
   randomize(mha.w_q, ws), randomize(mha.w_k, ws), randomize(mha.w_v, ws), randomize(mha.w_o, ws);
-  tensor<float, shape<batch<>, seq<>, model<32>>> x(2, 9);       // (B,SEQ,D_MODEL)
+  tensor<float, shape<batch<>, seq<>, model<32>>> x(2, 9);  // (B,SEQ,D_MODEL)
   randomize(x);
-  tensor<std::uint8_t, shape<batch<>, seq<>>> pad(2, 9);          // (B,SEQ_KV)
-  for (std::size_t j = 0; j < 9; ++j) pad(1, j) = 1;             // item 1: every key ignored
-  const auto y = project(merge_heads(attend(softmax(mask(scores(split_heads<2>(project(x, mha.w_q)),
-                                                               split_heads<2>(project(x, mha.w_k))),
-                                                        ignore_keys(pad))),
-                                            split_heads<2>(project(x, mha.w_v)))),
-                         mha.w_o);
+  tensor<std::uint8_t, shape<batch<>, seq<>>> pad(2, 9);  // (B,SEQ_KV)
+  for (std::size_t j = 0; j < 9; ++j) pad(1, j) = 1;      // item 1: every key ignored
+  const auto y =
+      project(merge_heads(attend(softmax(mask(scores(split_heads<2>(project(x, mha.w_q)),
+                                                     split_heads<2>(project(x, mha.w_k))),
+                                              ignore_keys(pad))),
+                                 split_heads<2>(project(x, mha.w_v)))),
+              mha.w_o);
   law(y);
-  const auto heads = evaluate(merge_heads(attend(softmax(mask(scores(split_heads<2>(project(x, mha.w_q)),
-                                                                    split_heads<2>(project(x, mha.w_k))),
-                                                             ignore_keys(pad))),
-                                                 split_heads<2>(project(x, mha.w_v)))),
-                              fused);
+  const auto heads =
+      evaluate(merge_heads(attend(softmax(mask(scores(split_heads<2>(project(x, mha.w_q)),
+                                                      split_heads<2>(project(x, mha.w_k))),
+                                               ignore_keys(pad))),
+                                  split_heads<2>(project(x, mha.w_v)))),
+               fused);
   for (std::size_t i = 0; i < 9; ++i)
     for (std::size_t j = 0; j < 32; ++j) BOOST_TEST(heads(1, i, j) == 0.0f);
 }
@@ -135,7 +140,7 @@ BOOST_AUTO_TEST_CASE(unrecognised_sub_trees_fall_back_to_unfused_steps) {
 
 BOOST_AUTO_TEST_CASE(large_logits_stay_finite_fused) {
   tensor<float, shape<batch<1>, head<2>, seq<>, head_dim<16>>> q(40), k(40), v(40);  // (1,2,SEQ,16)
-  randomize(q, 30.0), randomize(k, 30.0), randomize(v);                              // logits ~ ±1e4
+  randomize(q, 30.0), randomize(k, 30.0), randomize(v);  // logits ~ ±1e4
   const auto f = evaluate(attend(softmax(scores(q, k)), v), fused);
   for (float x : f) BOOST_TEST(std::isfinite(x));
   law(attend(softmax(scores(q, k)), v));

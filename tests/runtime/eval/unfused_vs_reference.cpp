@@ -2,11 +2,10 @@
 // (stacked, per-head and narrow projections, grouped-query attention, d_k != d_v,
 // cross-attention, every mask kind) and on randomised run-time lengths.
 #define BOOST_TEST_MODULE eval_unfused_vs_reference
+#include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>
-
-#include "../../support/random_tensors.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -23,7 +22,8 @@ using test::max_rel_diff;
 using test::randomize;
 using test::rng;
 
-template <class T> constexpr double tolerance = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+template <class T>
+constexpr double tolerance = std::is_same_v<T, float> ? 2e-5 : 1e-12;
 
 template <class E>
 void check_against_reference(const E& e) {
@@ -40,31 +40,31 @@ struct cfg {
   using value_type = T;
   static constexpr std::size_t d_model = D, heads = H, kv_heads = G, d_k = DK, d_v = DV;
 };
-using module_configs =
-    std::tuple<cfg<float, 16, 4, 4, 4, 4>, cfg<double, 16, 4, 4, 4, 4>, cfg<float, 64, 8, 2, 8, 8>,
-               cfg<float, 24, 3, 1, 16, 5>, cfg<double, 32, 4, 2, 12, 20>,
-               cfg<float, 128, 2, 2, 64, 64>>;
+using module_configs = std::tuple<cfg<float, 16, 4, 4, 4, 4>, cfg<double, 16, 4, 4, 4, 4>,
+                                  cfg<float, 64, 8, 2, 8, 8>, cfg<float, 24, 3, 1, 16, 5>,
+                                  cfg<double, 32, 4, 2, 12, 20>, cfg<float, 128, 2, 2, 64, 64>>;
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(module_with_random_lengths_and_masks, C, module_configs) {
   using T = typename C::value_type;
-  using mha_t = multi_head_attention<C::d_model, C::heads,
-                                     mha_options{.kv_heads = C::kv_heads, .d_k = C::d_k, .d_v = C::d_v},
-                                     T>;
+  using mha_t =
+      multi_head_attention<C::d_model, C::heads,
+                           mha_options{.kv_heads = C::kv_heads, .d_k = C::d_k, .d_v = C::d_v}, T>;
   mha_t mha;
   const double ws = 1.0 / std::sqrt(double(C::d_model));
   randomize(mha.w_q, ws), randomize(mha.w_k, ws), randomize(mha.w_v, ws), randomize(mha.w_o, ws);
-  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1), randomize(mha.b_o, 0.1);
+  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1),
+      randomize(mha.b_o, 0.1);
   std::uniform_int_distribution<std::size_t> len(1, 40), bat(1, 3);
   for (int trial = 0; trial < 4; ++trial) {
     const std::size_t b = bat(rng()), sq = len(rng()), skv = len(rng());
     tensor<T, shape<batch<>, seq<>, model<C::d_model>>> xq(b, sq), xkv(b, skv);  // (B,SEQ,D_MODEL)
     randomize(xq), randomize(xkv);
-    tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);                     // (B,SEQ_KV)
+    tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);  // (B,SEQ_KV)
     for (auto& p : pad) p = std::bernoulli_distribution(0.3)(rng());
     pad(0, 0) = 1;  // at least one ignored key; with seq_kv == 1, a fully masked row
-    tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);                             // (SEQ_Q,SEQ_KV)
+    tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);  // (SEQ_Q,SEQ_KV)
     for (auto& p : pairs) p = std::bernoulli_distribution(0.2)(rng());
-    tensor<T, shape<seq<>, seq<>>> add(sq, skv);                                  // (SEQ_Q,SEQ_KV)
+    tensor<T, shape<seq<>, seq<>>> add(sq, skv);  // (SEQ_Q,SEQ_KV)
     randomize(add);
     BOOST_TEST_CONTEXT("batch " << b << ", seq_q " << sq << ", seq_kv " << skv) {
       check_against_reference(mha.forward(xq, xkv, xkv));
@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(module_with_random_lengths_and_masks, C, module_co
 
 BOOST_AUTO_TEST_CASE(per_head_and_narrow_projections) {
   constexpr std::size_t D = 32, H = 4, DK = 8;
-  tensor<float, shape<batch<>, seq<>, model<D>>> x(2, 11);          // (B,SEQ,D_MODEL)
+  tensor<float, shape<batch<>, seq<>, model<D>>> x(2, 11);           // (B,SEQ,D_MODEL)
   tensor<float, shape<head<H>, model<D>, head_dim<DK>>> wq, wk, wv;  // (H,D_MODEL,D_K)
   tensor<float, shape<head<H>, model<D / H>, head_dim<DK>>> nq;      // (H,D_MODEL/H,D_K): narrow
   tensor<float, shape<head<H>, head_dim<DK>>> bq;                    // (H,D_K)
@@ -95,8 +95,8 @@ BOOST_AUTO_TEST_CASE(per_head_and_narrow_projections) {
 
 BOOST_AUTO_TEST_CASE(fully_masked_rows_are_zero_and_large_logits_stay_finite) {
   tensor<float, shape<batch<1>, head<2>, seq<3>, head_dim<4>>> q, k, v;  // (1,2,3,4)
-  randomize(q, 1e3), randomize(k, 1e3), randomize(v);                   // logits ~ ±1e6
-  tensor<std::uint8_t, shape<batch<1>, seq<3>>> all;                    // (1,SEQ_KV)
+  randomize(q, 1e3), randomize(k, 1e3), randomize(v);                    // logits ~ ±1e6
+  tensor<std::uint8_t, shape<batch<1>, seq<3>>> all;                     // (1,SEQ_KV)
   all.fill(1);
   const auto p = evaluate(softmax(mask(scores(q, k), ignore_keys(all))), unfused);
   for (float x : p) BOOST_TEST(x == 0.0f);
@@ -111,8 +111,10 @@ BOOST_AUTO_TEST_CASE(single_positions_and_single_head_groups) {
   // One key/value head and one position make the split layout row-major already: the split
   // must still own its memory (a dangling view here once returned garbage).
   multi_head_attention<32, 4, mha_options{.kv_heads = 1, .d_k = 12, .d_v = 20}> mha;
-  randomize(mha.w_q, 0.35), randomize(mha.w_k, 0.35), randomize(mha.w_v, 0.18), randomize(mha.w_o, 0.18);
-  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1), randomize(mha.b_o, 0.1);
+  randomize(mha.w_q, 0.35), randomize(mha.w_k, 0.35), randomize(mha.w_v, 0.18),
+      randomize(mha.w_o, 0.18);
+  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1),
+      randomize(mha.b_o, 0.1);
   for (std::size_t sq : {1u, 53u})
     for (std::size_t skv : {1u, 2u}) {
       tensor<float, shape<batch<>, seq<>, model<32>>> xq(1, sq), xkv(1, skv);  // (1,SEQ,D_MODEL)
@@ -120,7 +122,8 @@ BOOST_AUTO_TEST_CASE(single_positions_and_single_head_groups) {
       BOOST_TEST_CONTEXT("seq_q " << sq << ", seq_kv " << skv) {
         check_against_reference(mha.forward(xq, xkv, xkv));
         const auto f = evaluate(mha.forward(xq, xkv, xkv), fused);
-        BOOST_TEST(max_rel_diff(f, evaluate_reference(mha.forward(xq, xkv, xkv))) <= tolerance<float>);
+        BOOST_TEST(max_rel_diff(f, evaluate_reference(mha.forward(xq, xkv, xkv))) <=
+                   tolerance<float>);
       }
     }
 }

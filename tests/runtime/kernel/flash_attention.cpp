@@ -6,10 +6,11 @@
 // tsan-run: strided_views<float>
 // tsan-run: grouped_query_attention_split_over_items<float>
 #define BOOST_TEST_MODULE kernel_flash_attention
-#include <boost/test/unit_test.hpp>
-
 #include "argus/kernel/flash_attention.hpp"
+
 #include "argus/kernel/parallel.hpp"
+
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -37,21 +38,22 @@ using argus::kernel::attention_problem;
 struct config {
   std::size_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_kv = 1, d_k = 4, d_v = 4;
   bool causal = false;
-  double key_ignore_rate = 0;  // > 0: a key_ignore mask with this density
-  double ignore_rate = 0;      // > 0: an (i, j) ignore mask with this density
-  bool additive = false;       // an additive mask, values in [-3, 3] and a few -inf
-  bool broadcast_masks = false;  // ignore / additive with zero batch and head strides
-  bool projection_layout = false;  // Q, K, V, O as (batch, seq, heads · d) views
-  std::size_t pad = 0;             // extra elements at the end of every row
+  double key_ignore_rate = 0;               // > 0: a key_ignore mask with this density
+  double ignore_rate = 0;                   // > 0: an (i, j) ignore mask with this density
+  bool additive = false;                    // an additive mask, values in [-3, 3] and a few -inf
+  bool broadcast_masks = false;             // ignore / additive with zero batch and head strides
+  bool projection_layout = false;           // Q, K, V, O as (batch, seq, heads · d) views
+  std::size_t pad = 0;                      // extra elements at the end of every row
   bool ignore_all_keys_of_batch_0 = false;  // every row of batch item 0 fully masked
   bool integer_inputs = false;              // exact large logits
   std::size_t threads = 1;
 
   std::string describe() const {
     std::ostringstream s;
-    s << "B=" << batch << " h=" << heads << "/" << kv_heads << " n_q=" << seq_q << " n_kv=" << seq_kv
-      << " d_k=" << d_k << " d_v=" << d_v << (causal ? " causal" : "") << " key_ignore=" << key_ignore_rate
-      << " ignore=" << ignore_rate << (additive ? " additive" : "") << (broadcast_masks ? " broadcast" : "")
+    s << "B=" << batch << " h=" << heads << "/" << kv_heads << " n_q=" << seq_q
+      << " n_kv=" << seq_kv << " d_k=" << d_k << " d_v=" << d_v << (causal ? " causal" : "")
+      << " key_ignore=" << key_ignore_rate << " ignore=" << ignore_rate
+      << (additive ? " additive" : "") << (broadcast_masks ? " broadcast" : "")
       << (projection_layout ? " (B,S,H*D)" : " (B,H,S,D)") << " pad=" << pad
       << (ignore_all_keys_of_batch_0 ? " all-masked-b0" : "") << (integer_inputs ? " integer" : "")
       << " threads=" << threads;
@@ -87,7 +89,8 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
   auto u01 = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
   auto unit = [&] { return 2 * u01() - 1; };
   auto value = [&] {
-    return c.integer_inputs ? static_cast<T>(static_cast<int>(rng() % 25) - 12) : static_cast<T>(unit());
+    return c.integer_inputs ? static_cast<T>(static_cast<int>(rng() % 25) - 12)
+                            : static_cast<T>(unit());
   };
 
   const view_layout lq = make_layout(c, c.heads, c.seq_q, c.d_k);
@@ -134,7 +137,8 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
     p.add_head = c.broadcast_masks ? 0 : c.seq_q * p.add_row;
     p.add_batch = c.broadcast_masks ? 0 : c.heads * c.seq_q * p.add_row;
     additive.resize((c.broadcast_masks ? 1 : c.batch * c.heads) * c.seq_q * p.add_row);
-    for (auto& x : additive) x = u01() < 0.05 ? -std::numeric_limits<T>::infinity() : static_cast<T>(3 * unit());
+    for (auto& x : additive)
+      x = u01() < 0.05 ? -std::numeric_limits<T>::infinity() : static_cast<T>(3 * unit());
     p.additive = additive.data();
   }
 
@@ -157,11 +161,13 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
         for (std::size_t j = 0; j < c.seq_kv; ++j) {
           const T* kj = k.data() + b * p.k_batch + g * p.k_head + j * p.k_row;
           double s = 0;
-          for (std::size_t x = 0; x < c.d_k; ++x) s += static_cast<double>(qi[x]) * static_cast<double>(kj[x]);
+          for (std::size_t x = 0; x < c.d_k; ++x)
+            s += static_cast<double>(qi[x]) * static_cast<double>(kj[x]);
           s *= static_cast<double>(p.scale);
           if (p.additive) s += additive[b * p.add_batch + h * p.add_head + i * p.add_row + j];
-          const bool masked = (c.causal && j > i) || (p.key_ignore && key_ignore[b * p.key_ignore_batch + j]) ||
-                              (p.ignore && ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j]);
+          const bool masked =
+              (c.causal && j > i) || (p.key_ignore && key_ignore[b * p.key_ignore_batch + j]) ||
+              (p.ignore && ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j]);
           logits[j] = masked ? minus_inf : s;
           top = std::max(top, logits[j]);
         }
@@ -185,7 +191,8 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
             continue;
           }
           if (top == minus_inf && out != 0.0) res.masked_rows_zero = false;
-          res.worst_ratio = std::max(res.worst_ratio, std::abs(out - ref[x]) / (tol * (1 + std::abs(ref[x]))));
+          res.worst_ratio =
+              std::max(res.worst_ratio, std::abs(out - ref[x]) / (tol * (1 + std::abs(ref[x]))));
         }
       }
     }
@@ -211,8 +218,11 @@ void check(const config& c, std::mt19937_64& rng) {
 config random_config(std::mt19937_64& rng, std::size_t index) {
   static const std::size_t head_pairs[][2] = {{1, 1}, {4, 4}, {6, 2}, {8, 1}};
   static const std::size_t dims[] = {4, 12, 20, 64, 128};
-  static const std::size_t seqs[] = {1, 2, 7, 16, 31, 32, 33, 45, 63, 64, 65, 100, 127, 130, 191, 257, 300};
-  auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  static const std::size_t seqs[] = {1,  2,  7,   16,  31,  32,  33,  45, 63,
+                                     64, 65, 100, 127, 130, 191, 257, 300};
+  auto pick = [&](std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
   std::bernoulli_distribution coin(0.5), rare(0.2);
   config c;
   c.batch = 1 + pick(3);
@@ -223,7 +233,8 @@ config random_config(std::mt19937_64& rng, std::size_t index) {
   c.seq_q = seqs[pick(std::size(seqs))];
   c.seq_kv = coin(rng) ? c.seq_q : seqs[pick(std::size(seqs))];
   // Keep the reference cheap: shrink the biggest problems.
-  while (c.batch * c.heads * c.seq_q * c.seq_kv * (c.d_k + c.d_v) > 40'000'000) c.seq_q = (c.seq_q + 1) / 2;
+  while (c.batch * c.heads * c.seq_q * c.seq_kv * (c.d_k + c.d_v) > 40'000'000)
+    c.seq_q = (c.seq_q + 1) / 2;
   c.causal = coin(rng);
   if (rare(rng) || rare(rng)) c.key_ignore_rate = coin(rng) ? 0.3 : 0.9;
   if (rare(rng)) c.ignore_rate = coin(rng) ? 0.2 : 0.95;
@@ -279,7 +290,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(fully_masked_rows_give_zeros, T, scalar_types) {
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(causal_cross_attention, T, scalar_types) {
   std::mt19937_64 rng(13);
-  for (auto [n_q, n_kv] : {std::pair<std::size_t, std::size_t>{40, 100}, {100, 40}, {33, 200}, {200, 33}, {1, 50}})
+  for (auto [n_q, n_kv] :
+       {std::pair<std::size_t, std::size_t>{40, 100}, {100, 40}, {33, 200}, {200, 33}, {1, 50}})
     for (std::size_t threads : {1, 2}) {
       config c;
       c.heads = 4, c.kv_heads = 2, c.seq_q = n_q, c.seq_kv = n_kv, c.d_k = 64, c.d_v = 64;
@@ -295,7 +307,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(strided_views, T, scalar_types) {
     for (std::size_t pad : {0, 1, 16})
       for (std::size_t d : {4, 64, 128}) {
         config c;
-        c.batch = 2, c.heads = 4, c.kv_heads = 2, c.seq_q = 37, c.seq_kv = 53, c.d_k = d, c.d_v = d == 4 ? 12 : d;
+        c.batch = 2, c.heads = 4, c.kv_heads = 2, c.seq_q = 37, c.seq_kv = 53, c.d_k = d,
+        c.d_v = d == 4 ? 12 : d;
         c.projection_layout = projection, c.pad = pad, c.threads = 2;
         check<T>(c, rng);
       }
@@ -352,7 +365,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(any_head_width_works, T, scalar_types) {
   for (std::size_t d_k : {1, 2, 17, 33, 96})
     for (std::size_t d_v : {1, 31, 48}) {
       config c;
-      c.batch = 2, c.heads = 3, c.kv_heads = 1, c.seq_q = 37, c.seq_kv = 41, c.d_k = d_k, c.d_v = d_v;
+      c.batch = 2, c.heads = 3, c.kv_heads = 1, c.seq_q = 37, c.seq_kv = 41, c.d_k = d_k,
+      c.d_v = d_v;
       c.causal = d_v == 31;
       c.threads = 2;
       check<T>(c, rng);

@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE kernel_gemm
-#include <boost/test/unit_test.hpp>
-
 #include "argus/kernel/gemm.hpp"
+
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>

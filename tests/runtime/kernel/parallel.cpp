@@ -1,8 +1,8 @@
 // labels: threads
 #define BOOST_TEST_MODULE kernel_parallel
-#include <boost/test/unit_test.hpp>
-
 #include "argus/kernel/parallel.hpp"
+
+#include <boost/test/unit_test.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -126,7 +126,8 @@ BOOST_AUTO_TEST_CASE(exception_propagates_to_the_caller) {
     BOOST_CHECK_THROW(argus::kernel::parallel_for(100,
                                                   [&](std::size_t task, std::size_t) {
                                                     ran.fetch_add(1);
-                                                    if (task == 17) throw std::runtime_error("task 17");
+                                                    if (task == 17)
+                                                      throw std::runtime_error("task 17");
                                                   }),
                       std::runtime_error);
     BOOST_TEST(ran.load() >= 1);
@@ -142,9 +143,10 @@ BOOST_AUTO_TEST_CASE(exception_from_a_nested_call_propagates) {
   argus::set_num_threads(2);
   BOOST_CHECK_THROW(argus::kernel::parallel_for(8,
                                                 [&](std::size_t, std::size_t) {
-                                                  argus::kernel::parallel_for(4, [](std::size_t i, std::size_t) {
-                                                    if (i == 3) throw std::logic_error("inner");
-                                                  });
+                                                  argus::kernel::parallel_for(
+                                                      4, [](std::size_t i, std::size_t) {
+                                                        if (i == 3) throw std::logic_error("inner");
+                                                      });
                                                 }),
                     std::logic_error);
 }

@@ -1,7 +1,7 @@
 #define BOOST_TEST_MODULE kernel_softmax_rows
-#include <boost/test/unit_test.hpp>
-
 #include "argus/kernel/softmax_rows.hpp"
+
+#include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(masked_entries_become_exactly_zero, T, element_typ
     std::vector<std::vector<double>> rows(4, std::vector<double>(cols));
     for (auto& row : rows)
       for (double& x : row) x = masked(rng) ? minus_inf<double> : logit(rng);
-    rows[1][0] = 1.0;  // at least one row with a live entry
+    rows[1][0] = 1.0;                                 // at least one row with a live entry
     for (double& x : rows[2]) x = minus_inf<double>;  // a fully masked row
     check_rows<T>(rows, cols, cols + 1);
   }
