@@ -17,6 +17,8 @@ if [[ -z "$tidy" ]]; then
 fi
 flags=("$@")
 [[ ${#flags[@]} -gt 0 ]] || flags=(-march=native)
+# argus/viz/attention_png.hpp includes stb_image_write.h from Debian's libstb-dev.
+flags+=($(pkg-config --cflags stb 2>/dev/null || echo -I/usr/include/stb))
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -292,6 +292,8 @@ namespace detail {
 /// the first broken one is a static_assert naming it (the entry point's compile error).
 template <bool Report, class E, class... Ms>
 constexpr bool mask_accepted() {
+  // A chain of rules: several end in `return false` (bugprone-branch-clone), one per rule.
+  // NOLINTNEXTLINE(bugprone-branch-clone)
   if constexpr (!operands_accepted<Report, E>()) {
     return false;
   } else if constexpr (!axes_are_batch_head_seq_seq<shape_of<E>>) {

@@ -90,6 +90,8 @@ namespace detail {
 template <bool Report, class X, class W, class B>
 constexpr bool project_accepted() {
   constexpr bool biased = !std::is_same_v<std::remove_cvref_t<B>, no_bias>;
+  // A chain of rules: several end in `return false` (bugprone-branch-clone), one per rule.
+  // NOLINTNEXTLINE(bugprone-branch-clone)
   if constexpr (!operands_accepted<Report, X, W>()) {
     return false;
   } else if constexpr (!axes_are_an_activation_or_split_heads<shape_of<X>>) {
@@ -136,7 +138,7 @@ constexpr bool project_accepted() {
                     "weight_heads_equal_input_heads: argus::project(split_heads<H>(x), w) needs a "
                     "per-head w of H heads");
     return false;
-  } else if constexpr (!biased) {
+  } else if constexpr (!biased) {  // NOLINT(bugprone-branch-clone): no bias, nothing to check
     return true;
   } else if constexpr (!operands_accepted<Report, B>()) {
     return false;

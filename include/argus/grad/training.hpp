@@ -80,6 +80,7 @@ class training_tape {
   training_tape(training_tape&&) noexcept = default;
   training_tape(const training_tape&) = delete;
   training_tape& operator=(const training_tape&) = delete;
+  ~training_tape() = default;
 
  private:
   friend struct detail::tape_access;

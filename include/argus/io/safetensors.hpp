@@ -94,7 +94,11 @@ class safetensors_file {
           if (v.is_string()) metadata_[k] = v.get<std::string>();
         continue;
       }
-      entries_[name] = parse_entry(where + ": tensor '" + name + "'", value, data_size);
+      std::string what = where;
+      what += ": tensor '";
+      what += name;
+      what += "'";
+      entries_[name] = parse_entry(what, value, data_size);
     }
   }
 

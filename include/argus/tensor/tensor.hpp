@@ -59,6 +59,7 @@ class tensor {
     }
     return *this;
   }
+  ~tensor() = default;
 
   static constexpr std::size_t rank() noexcept { return S::rank(); }
   const S& shape() const noexcept { return shape_; }

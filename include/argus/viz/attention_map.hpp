@@ -171,9 +171,8 @@ make_attention_map(const tensor<T, S>& w, const attention_picture_options& o = {
   /// Where everything goes, in pixels; text is 6 px per character and 10 px per line (the
   /// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width).
   struct picture_layout {
-    static constexpr int char_w = 6, line_h = 10, margin = 12, gap = 18, title_h = 24,
-                         panel_title_h = 16;
-    static constexpr int legend_w = 14, legend_gap = 16;
+    int char_w = 6, line_h = 10, margin = 12, gap = 18, title_h = 24, panel_title_h = 16;
+    int legend_w = 14, legend_gap = 16;
 
     int cell = 0;                  // side of one weight's square
     int row_label_w = 0;           // left of each panel: the query labels

@@ -40,7 +40,9 @@ struct rgb_image {
   void set(int x, int y, rgb c) {
     if (x < 0 || y < 0 || x >= width || y >= height) return;
     const std::size_t i = (std::size_t(y) * std::size_t(width) + std::size_t(x)) * 3;
-    pixels[i] = c.r, pixels[i + 1] = c.g, pixels[i + 2] = c.b;
+    pixels[i] = c.r;
+    pixels[i + 1] = c.g;
+    pixels[i + 2] = c.b;
   }
   void fill_rect(int x, int y, int w, int h, rgb c) {
     for (int j = y; j < y + h; ++j)
