@@ -75,11 +75,10 @@ bool weights_respect(const Weights& p, Ignored ignored) {
   return true;
 }
 
-// Whether ignore_keys accepts a padding tensor of type P (bool and uint8_t only).
+// Whether ignore_keys accepts a padding tensor of type P (bool and uint8_t only): the rules
+// ignore_keys checks, without its compile error.
 template <class P>
-concept can_ignore_keys = requires(P& p) {
-  argus::ignore_keys(p);
-};
+concept can_ignore_keys = argus::ignore_keys_accepts<P&>;
 
 }  // namespace
 
