@@ -82,23 +82,8 @@ template <class Case, class T, class Policy>
 void run_golden_grad(Policy policy) {
   const golden_case c = load_golden_case(Case::name);
   const golden_case gr = load_golden_grad(Case::name);
-  using mha_t = multi_head_attention<Case::d_model, Case::heads, Case::options, T>;
-  BOOST_TEST_REQUIRE(c.d_model == mha_t::d_model);
-  BOOST_TEST_REQUIRE(c.kv_heads == mha_t::kv_heads);
-  BOOST_TEST_REQUIRE(c.kdim == mha_t::kdim);
-  BOOST_TEST_REQUIRE(c.vdim == mha_t::vdim);
-  BOOST_TEST_REQUIRE(c.bias == mha_t::has_bias);
-  mha_t mha;
-  fill_from(mha.w_q, c.tensor("W_q"));
-  fill_from(mha.w_k, c.tensor("W_k"));
-  fill_from(mha.w_v, c.tensor("W_v"));
-  fill_from(mha.w_o, c.tensor("W_o"));
-  if constexpr (mha_t::has_bias) {
-    fill_from(mha.b_q, c.tensor("b_q"));
-    fill_from(mha.b_k, c.tensor("b_k"));
-    fill_from(mha.b_v, c.tensor("b_v"));
-    fill_from(mha.b_o, c.tensor("b_o"));
-  }
+  const auto mha = golden_module<Case, T>(c);
+  using mha_t = std::remove_const_t<decltype(mha)>;
   tensor<T, shape<batch<>, seq<>, model<mha_t::d_model>>> x_q(c.batch,
                                                               c.seq_q);         // (B,SEQ_Q,D_MODEL)
   tensor<T, shape<batch<>, seq<>, model<mha_t::kdim>>> x_k(c.batch, c.seq_kv);  // (B,SEQ_KV,KDIM)

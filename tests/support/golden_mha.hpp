@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace argus::test {
@@ -78,9 +79,10 @@ double fraction_of_relative_bound(const R& y, const std::vector<double>& ref, do
   return worst;
 }
 
-template <class Case, class T, class Policy>
-void run_golden(Policy policy) {
-  const golden_case c = load_golden_case(Case::name);
+/// The module of golden case c, the configuration Case states (checked against c), in T, with
+/// the case's weights and biases.
+template <class Case, class T>
+auto golden_module(const golden_case& c) {
   using mha_t = multi_head_attention<Case::d_model, Case::heads, Case::options, T>;
   // The case must be the configuration this type states.
   BOOST_TEST_REQUIRE(c.d_model == mha_t::d_model);
@@ -91,7 +93,6 @@ void run_golden(Policy policy) {
   BOOST_TEST_REQUIRE(c.kdim == mha_t::kdim);
   BOOST_TEST_REQUIRE(c.vdim == mha_t::vdim);
   BOOST_TEST_REQUIRE(c.bias == mha_t::has_bias);
-
   mha_t mha;
   fill_from(mha.w_q, c.tensor("W_q"));
   fill_from(mha.w_k, c.tensor("W_k"));
@@ -103,6 +104,14 @@ void run_golden(Policy policy) {
     fill_from(mha.b_v, c.tensor("b_v"));
     fill_from(mha.b_o, c.tensor("b_o"));
   }
+  return mha;
+}
+
+template <class Case, class T, class Policy>
+void run_golden(Policy policy) {
+  const golden_case c = load_golden_case(Case::name);
+  const auto mha = golden_module<Case, T>(c);
+  using mha_t = std::remove_const_t<decltype(mha)>;
   tensor<T, shape<batch<>, seq<>, model<mha_t::d_model>>> x_q(c.batch,
                                                               c.seq_q);         // (B,SEQ_Q,D_MODEL)
   tensor<T, shape<batch<>, seq<>, model<mha_t::kdim>>> x_k(c.batch, c.seq_kv);  // (B,SEQ_KV,KDIM)
