@@ -16,6 +16,7 @@
 #include <argus/eval/unfused.hpp>
 #include <argus/expr/attention.hpp>
 #include <argus/kernel/flash_attention.hpp>
+#include <argus/kernel/instances.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -14,6 +14,7 @@
 #include <argus/eval/materialized.hpp>
 #include <argus/expr/attention.hpp>
 #include <argus/kernel/gemm.hpp>
+#include <argus/kernel/instances.hpp>
 #include <argus/kernel/parallel.hpp>
 #include <argus/kernel/softmax_rows.hpp>
 

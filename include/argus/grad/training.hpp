@@ -25,6 +25,7 @@
 #include <argus/kernel/attention_backward.hpp>
 #include <argus/kernel/flash_attention_backward.hpp>
 #include <argus/kernel/gemm.hpp>
+#include <argus/kernel/instances.hpp>
 #include <argus/kernel/parallel.hpp>
 #include <argus/tensor/aligned_buffer.hpp>
 #include <argus/tensor/tensor.hpp>
