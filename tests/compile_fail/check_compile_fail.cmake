@@ -1,5 +1,6 @@
 # cmake -P checker for one compile-fail test (see CMakeLists.txt in this directory).
-# Inputs: COMPILER COMPILER_ID FLAGS_FILE SOURCE VARIANT (twin | error)
+# Inputs: COMPILER COMPILER_ID FLAGS_FILE SOURCE VARIANT (twin | error), PCH (may be empty: the
+#         precompiled first header of SOURCE; CMakeLists.txt says where it is used)
 #   twin:  compile SOURCE as is; the compiler must succeed.
 #   error: compile with -DARGUS_EXPECT_COMPILE_ERROR; the compiler must fail and its output
 #          must match every "// expect: <regex>" line (and "// expect-gcc:" with GCC,
@@ -97,9 +98,29 @@ if(VARIANT STREQUAL "error")
 elseif(NOT VARIANT STREQUAL "twin")
   message(FATAL_ERROR "VARIANT must be twin or error, not '${VARIANT}'")
 endif()
+set(pch_wrapper "")
+if(PCH AND COMPILER_ID MATCHES "Clang")
+  list(APPEND command -Winvalid-pch -include-pch "${PCH}")
+elseif(PCH)
+  string(REGEX REPLACE "\\.gch$" "" pch_wrapper "${PCH}")
+  list(APPEND command -Winvalid-pch -include "${pch_wrapper}")
+endif()
 list(APPEND command "${SOURCE}")
 
 execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE output)
+if(pch_wrapper)
+  # GCC names the PCH's wrapper where the test's own first #include would be ("from
+  # <wrapper>:1"): the one difference PCH makes (tools/compare_pch_diagnostics.sh).
+  file(STRINGS "${SOURCE}" source_lines)
+  set(include_line 0)
+  foreach(line IN LISTS source_lines)
+    math(EXPR include_line "${include_line} + 1")
+    if(line MATCHES "^#include <argus/")
+      break()
+    endif()
+  endforeach()
+  string(REPLACE "${pch_wrapper}:1" "${SOURCE}:${include_line}" output "${output}")
+endif()
 list(JOIN command " " command_line)
 head(first_lines "${output}")
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# tools/compare_pch_diagnostics.sh <build dir> [test stem...]
+#
+# The compile-fail tests run the compiler with a precompiled header (tests/compile_fail/
+# CMakeLists.txt) because its diagnostics are the same text with and without one (with GCC,
+# once the one include-stack line that names the PCH's wrapper names the test's #include line
+# again, as check_compile_fail.cmake does). This checks that claim: for every test (or the
+# named ones) it compiles the error variant both ways, with the flags and the PCH of <build
+# dir> (a configured preset whose target argus_compile_fail_pch is built: build/gcc,
+# build/clang), and diffs the outputs. Exit status 1 and the diffs when any differ.
+set -euo pipefail
+build=${1:?usage: tools/compare_pch_diagnostics.sh <build dir> [test stem...]}
+shift
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+flags_file="$build/tests/compile_fail/compile_fail_flags.cmake"
+cache="$build/CMakeCache.txt"
+[[ -f $flags_file && -f $cache ]] || { echo "no configured compile-fail tests in $build" >&2; exit 2; }
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")
+# set(FLAGS [==[a;b;c]==]) -> an array
+IFS=';' read -r -a flags <<<"$(sed -n 's/^set(FLAGS \[==\[\(.*\)\]==\])$/\1/p' "$flags_file")"
+if [[ $# -eq 0 ]]; then
+  set -- $(cd "$root/tests/compile_fail" && ls ./*.cpp | sed 's|^\./||; s|\.cpp$||')
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+different=0 compared=0
+for stem in "$@"; do
+  src="$root/tests/compile_fail/$stem.cpp"
+  header=$(grep -m1 -o '^#include <argus/[^>]*>' "$src" | sed 's/^#include <\(.*\)>$/\1/' || true)
+  [[ -n $header ]] || continue
+  id=$(echo "$header" | tr -c 'A-Za-z0-9_\n' '_')
+  if [[ $cxx == *clang* ]]; then
+    pch="$build/tests/compile_fail/pch/$id.pch" use=(-include-pch "$pch")
+  else
+    pch="$build/tests/compile_fail/pch/$id.hpp.gch" use=(-include "${pch%.gch}")
+  fi
+  [[ -f $pch ]] || { echo "$stem: no PCH $pch (build the target argus_compile_fail_pch)" >&2; exit 2; }
+  line=$(grep -n -m1 '^#include <argus/' "$src" | cut -d: -f1)
+  "$cxx" "${flags[@]}" -DARGUS_EXPECT_COMPILE_ERROR "$src" >"$tmp/plain" 2>&1 || true
+  "$cxx" "${flags[@]}" -Winvalid-pch "${use[@]}" -DARGUS_EXPECT_COMPILE_ERROR "$src" 2>&1 |
+    sed "s|${pch%.gch}:1|$src:$line|" >"$tmp/pch" || true
+  compared=$((compared + 1))
+  if ! diff -u "$tmp/plain" "$tmp/pch" >"$tmp/diff"; then
+    different=$((different + 1))
+    echo "== $stem: the diagnostics differ with the PCH"
+    cat "$tmp/diff"
+  fi
+done
+echo "compared $compared tests: $different differ"
+[[ $different -eq 0 ]]
