@@ -1,9 +1,10 @@
 # argus developer entry points: a thin layer over CMakePresets.json (see `make help`).
 #
 #   make demo        install missing Debian packages, build and run examples/00_demo.cpp
-#   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan: unit and golden;
-#                    TSan: the threaded tests (label threads); the libFuzzer target for 30 s
+#   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan: the tests
+#                    labelled memory; TSan: those labelled threads; the libFuzzer target, 30 s
 #   make test-gcc | test-clang | test-asan | test-tsan | test-fuzz    one configuration
+#   make test-asan-all   every unit and golden test under ASan+UBSan (long)
 #   make fuzz        the libFuzzer target for FUZZ_SECONDS (default 3600), sanitizers on
 #   make bench       Release build of bench/, then bench/run.py (make bench-quick: under 5 minutes)
 #   make deps        install the missing Debian packages (apt-get; sudo when not root)
@@ -23,12 +24,12 @@ DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 libfuzzer-14-dev cmake nin
 
 # One configuration at a time: never let `make -j` run two presets at once.
 .NOTPARALLEL:
-.PHONY: help deps demo test test-gcc test-clang test-asan test-tsan test-fuzz fuzz bench \
+.PHONY: help deps demo test test-gcc test-clang test-asan test-asan-all test-tsan test-fuzz fuzz bench \
         bench-quick clean
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '1,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,14p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@if ! command -v dpkg-query >/dev/null; then \
@@ -56,16 +57,19 @@ define run_preset
 	ctest --preset $(1) -j $(JOBS)
 endef
 
-# The CI suite, kept well under 20 minutes from cold on 2 cores: everything with GCC; with
-# Clang the compile-time checks (compile-fail tests, static tests, every header alone), which
-# are what differs between compilers; unit and golden tests under ASan+UBSan; the tests that
-# use the thread pool (label threads) under TSan, whose preset builds only those; the libFuzzer
-# target for 30 s (Clang, ASan+UBSan).
-# `make test-clang` runs the whole suite with Clang as well.
+# The CI suite, under 20 minutes from cold on 2 cores (docs/contributing/testing.md has the
+# figures): everything with GCC; with Clang the compile-time checks (compile-fail tests, static
+# tests, every header alone), which are what differs between compilers; under ASan+UBSan the
+# tests labelled memory (the kernels, file parsing, run-time checks, bad values, golden
+# forward and gradients); under TSan the tests labelled threads; the libFuzzer target for
+# 30 s (Clang, ASan+UBSan, random shapes and masks). Every configuration but the fuzzer's
+# compiles the kernels once (ARGUS_COMPILED_KERNELS) and the tests at -Og (sanitizers: -O0),
+# with precompiled headers. `make test-clang` runs the whole suite with Clang,
+# `make test-asan-all` every unit and golden test under ASan+UBSan.
 test: deps
 	$(call run_preset,gcc)
 	cmake --preset clang
-	cmake --build --preset clang -j $(JOBS) --target argus_static_tests argus_header_tests
+	cmake --build --preset clang -j $(JOBS) --target argus_static_tests argus_header_tests argus_compile_fail_pch
 	ctest --preset clang -j $(JOBS) -L compile_fail
 	ctest --preset clang -j $(JOBS) -R '^(static|headers)$$'
 	$(call run_preset,asan)
@@ -80,6 +84,11 @@ test-clang: deps
 
 test-asan: deps
 	$(call run_preset,asan)
+
+test-asan-all: deps
+	cmake --preset asan -DARGUS_TEST_ONLY_LABEL= -B build/asan-all
+	cmake --build build/asan-all -j $(JOBS)
+	ctest --test-dir build/asan-all -j $(JOBS) --output-on-failure
 
 test-tsan: deps
 	$(call run_preset,tsan)

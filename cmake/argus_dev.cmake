@@ -22,6 +22,19 @@ if(ARGUS_NATIVE)
   list(APPEND ARGUS_DEV_FLAGS -march=native)
 endif()
 
+# ARGUS_COMPILED_KERNELS: the kernels are compiled once, at -O2, into argus_kernels
+# (argus_add_kernel_library, argus/kernel/instances.hpp), and every test, example and
+# benchmark links it: their own translation units then only compile argus's expression layer,
+# which the presets build at -Og. Off in the `release` preset (the benchmarks compile the
+# kernels in each TU at -O3, as a header-only user does) and in the `fuzz` preset (libFuzzer's
+# coverage must reach into the kernels).
+option(ARGUS_COMPILED_KERNELS "Tests, examples and benchmarks link the kernels compiled once" ON)
+if(ARGUS_COMPILED_KERNELS)
+  argus_add_kernel_library(argus_kernels)
+  target_compile_options(argus_kernels PRIVATE ${ARGUS_DEV_FLAGS} -O2)
+  target_link_libraries(argus_dev INTERFACE argus_kernels)
+endif()
+
 # argus_path_name(<out> <file> <base_dir> [PREFIX <p>])
 # Turns <base_dir>/a/b/c.cpp into "<p>.a.b.c" ("a.b.c" without PREFIX): the test naming scheme.
 function(argus_path_name out file base_dir)

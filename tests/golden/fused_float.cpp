@@ -1,6 +1,7 @@
 // Golden cases (shared/golden, PyTorch 1.13) through the fused evaluator in float32: the
 // output within the README's tolerances of the float64 truth (attention weights, which the
 // fused loop nest never materialises, are evaluated by the unfused steps of the same policy).
+// labels: memory
 #define BOOST_TEST_MODULE golden_fused_float
 #include "../support/golden_mha.hpp"
 

@@ -1,6 +1,7 @@
 // Gradient cases (shared/golden_grad, PyTorch 1.13 autograd of the shared/golden cases)
 // through forward_for_training and backward: unfused and fused, float32 and float64, each
 // gradient within the README's tolerance of the float64 reference.
+// labels: memory
 #define BOOST_TEST_MODULE golden_grad_mha
 #include "../support/golden_grad.hpp"
 

@@ -1,6 +1,7 @@
 // argus/io/npy.hpp and argus/io/safetensors.hpp: files written here (tests/support/
 // tensor_files.hpp) read back exactly, in every accepted dtype and version; broken, truncated
 // and unsupported files throw load_error naming the file, the tensor and the problem.
+// labels: memory
 #define BOOST_TEST_MODULE unit.io.tensor_files
 #include "support/tensor_files.hpp"
 

@@ -1,4 +1,5 @@
-// labels: threads
+// labels: threads memory
+// sanitized-options: -O1
 // Under TSan, the float cases that run on 1-3 threads without the long double-precision
 // references (the random problems and the 5000-key decode shapes take minutes there):
 // tsan-run: fully_masked_rows_give_zeros<float>

@@ -1,6 +1,7 @@
 // tests/support/golden.hpp: every golden case loads with the shapes its case.txt promises,
 // torch's own float32 results pass the tolerance checks, and malformed copies of a case are
 // rejected with a message that names the file and the problem.
+// labels: memory
 #define BOOST_TEST_MODULE unit.support.golden_loader
 #include "support/golden.hpp"
 
