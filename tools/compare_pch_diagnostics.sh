@@ -2,12 +2,13 @@
 # tools/compare_pch_diagnostics.sh <build dir> [test stem...]
 #
 # The compile-fail tests run the compiler with a precompiled header (tests/compile_fail/
-# CMakeLists.txt) because its diagnostics are the same text with and without one (with GCC,
-# once the one include-stack line that names the PCH's wrapper names the test's #include line
-# again, as check_compile_fail.cmake does). This checks that claim: for every test (or the
-# named ones) it compiles the error variant both ways, with the flags and the PCH of <build
-# dir> (a configured preset whose target argus_compile_fail_pch is built: build/gcc,
-# build/clang), and diffs the outputs. Exit status 1 and the diffs when any differ.
+# CMakeLists.txt) because its diagnostics are the same text with and without one, once the
+# include stack's bottom line names the test's #include line again (with a PCH it names line
+# 1 of the test, Clang, or of the PCH's wrapper, GCC), as check_compile_fail.cmake does. This
+# checks that claim: for every test (or the named ones) it compiles the error variant both
+# ways, with the flags and the PCH of <build dir> (a configured preset whose target
+# argus_compile_fail_pch is built: build/gcc, build/clang), and diffs the outputs. Exit
+# status 1 and the diffs when any differ.
 set -euo pipefail
 build=${1:?usage: tools/compare_pch_diagnostics.sh <build dir> [test stem...]}
 shift
@@ -38,7 +39,7 @@ for stem in "$@"; do
   line=$(grep -n -m1 '^#include <argus/' "$src" | cut -d: -f1)
   "$cxx" "${flags[@]}" -DARGUS_EXPECT_COMPILE_ERROR "$src" >"$tmp/plain" 2>&1 || true
   "$cxx" "${flags[@]}" -Winvalid-pch "${use[@]}" -DARGUS_EXPECT_COMPILE_ERROR "$src" 2>&1 |
-    sed "s|${pch%.gch}:1|$src:$line|" >"$tmp/pch" || true
+    sed "s|${pch%.gch}:1|$src:$line|; s|from $src:1:|from $src:$line:|" >"$tmp/pch" || true
   compared=$((compared + 1))
   if ! diff -u "$tmp/plain" "$tmp/pch" >"$tmp/diff"; then
     different=$((different + 1))

@@ -108,9 +108,10 @@ endif()
 list(APPEND command "${SOURCE}")
 
 execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE output)
-if(pch_wrapper)
-  # GCC names the PCH's wrapper where the test's own first #include would be ("from
-  # <wrapper>:1"): the one difference PCH makes (tools/compare_pch_diagnostics.sh).
+if(PCH)
+  # With a PCH, the include stack's bottom line names the PCH's wrapper (GCC: "from
+  # <wrapper>:1") or line 1 of the test (Clang: "from <test>:1:") where the test's own first
+  # #include would be: the one difference a PCH makes (tools/compare_pch_diagnostics.sh).
   file(STRINGS "${SOURCE}" source_lines)
   set(include_line 0)
   foreach(line IN LISTS source_lines)
@@ -119,7 +120,11 @@ if(pch_wrapper)
       break()
     endif()
   endforeach()
-  string(REPLACE "${pch_wrapper}:1" "${SOURCE}:${include_line}" output "${output}")
+  if(pch_wrapper)
+    string(REPLACE "${pch_wrapper}:1" "${SOURCE}:${include_line}" output "${output}")
+  else()
+    string(REPLACE "from ${SOURCE}:1:" "from ${SOURCE}:${include_line}:" output "${output}")
+  endif()
 endif()
 list(JOIN command " " command_line)
 head(first_lines "${output}")
