@@ -38,21 +38,21 @@
 /// or `template`). PREFIX and T are a declaration's keywords and a type name, which no
 /// parentheses may enclose.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define ARGUS_KERNEL_ENTRY_POINTS(PREFIX, T)                                                      \
-  PREFIX void flash_attention<T>(const attention_problem<T>&);                                    \
-  PREFIX void attention_unfused<T>(const attention_problem<T>&);                                  \
-  PREFIX void flash_attention_backward<T>(const attention_backward_problem<T>&);                  \
-  PREFIX void attention_backward_unfused<T>(const attention_backward_problem<T>&);                \
-  PREFIX void gemm_nn<T>(std::size_t, std::size_t, std::size_t, T, const T*, std::size_t,         \
-                         const T*, std::size_t, T*, std::size_t, const T*, bool);                 \
-  PREFIX void gemm_nt<T>(std::size_t, std::size_t, std::size_t, T, const T*, std::size_t,         \
-                         const T*, std::size_t, T*, std::size_t, const T*, bool);                 \
-  PREFIX void detail::gemm<false, T>(std::size_t, std::size_t, std::size_t, T, const T*,          \
-                                     std::size_t, const T*, std::size_t, T*, std::size_t,         \
-                                     const T*, bool);                                             \
-  PREFIX void detail::gemm<true, T>(std::size_t, std::size_t, std::size_t, T, const T*,           \
-                                    std::size_t, const T*, std::size_t, T*, std::size_t,          \
-                                    const T*, bool);                                              \
+#define ARGUS_KERNEL_ENTRY_POINTS(PREFIX, T)                                                       \
+  PREFIX void flash_attention<T>(const attention_problem<T>&);                                     \
+  PREFIX void attention_unfused<T>(const attention_problem<T>&);                                   \
+  PREFIX void flash_attention_backward<T>(const attention_backward_problem<T>&);                   \
+  PREFIX void attention_backward_unfused<T>(const attention_backward_problem<T>&);                 \
+  PREFIX void gemm_nn<T>(std::size_t, std::size_t, std::size_t, T, const T*, std::size_t,          \
+                         const T*, std::size_t, T*, std::size_t, const T*, bool);                  \
+  PREFIX void gemm_nt<T>(std::size_t, std::size_t, std::size_t, T, const T*, std::size_t,          \
+                         const T*, std::size_t, T*, std::size_t, const T*, bool);                  \
+  PREFIX void detail::gemm<false, T>(std::size_t, std::size_t, std::size_t, T, const T*,           \
+                                     std::size_t, const T*, std::size_t, T*, std::size_t,          \
+                                     const T*, bool);                                              \
+  PREFIX void detail::gemm<true, T>(std::size_t, std::size_t, std::size_t, T, const T*,            \
+                                    std::size_t, const T*, std::size_t, T*, std::size_t, const T*, \
+                                    bool);                                                         \
   PREFIX void softmax_rows<T>(T*, std::size_t, std::size_t, std::size_t) noexcept;
 // NOLINTEND(bugprone-macro-parentheses)
 
