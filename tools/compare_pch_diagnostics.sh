@@ -48,4 +48,5 @@ for stem in "$@"; do
   fi
 done
 echo "compared $compared tests: $different differ"
+[[ $compared -gt 0 ]] || { echo "no test compared: is $root/tests/compile_fail there?" >&2; exit 2; }
 [[ $different -eq 0 ]]
