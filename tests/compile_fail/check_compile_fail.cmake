@@ -112,14 +112,13 @@ if(PCH)
   # With a PCH, the include stack's bottom line names the PCH's wrapper (GCC: "from
   # <wrapper>:1") or line 1 of the test (Clang: "from <test>:1:") where the test's own first
   # #include would be: the one difference a PCH makes (tools/compare_pch_diagnostics.sh).
-  file(STRINGS "${SOURCE}" source_lines)
-  set(include_line 0)
-  foreach(line IN LISTS source_lines)
-    math(EXPR include_line "${include_line} + 1")
-    if(line MATCHES "^#include <argus/")
-      break()
-    endif()
-  endforeach()
+  # Its line number: 1 + the newlines before it (file(STRINGS) would skip blank lines).
+  file(READ "${SOURCE}" text)
+  string(FIND "\n${text}" "\n#include <argus/" at)
+  string(SUBSTRING "${text}" 0 ${at} before)
+  string(REGEX REPLACE "[^\n]" "" newlines "${before}")
+  string(LENGTH "${newlines}" include_line)
+  math(EXPR include_line "${include_line} + 1")
   if(pch_wrapper)
     string(REPLACE "${pch_wrapper}:1" "${SOURCE}:${include_line}" output "${output}")
   else()
