@@ -1,7 +1,8 @@
 // argus/grad/training.hpp -- training layer: a forward pass that keeps what the backward
 // needs, and the backward pass, for multi_head_attention.
 //
-//     auto tape = argus::forward_for_training(mha, argus::fused, x_q, x_k, x_v, argus::causal);
+//     auto tape = argus::forward_for_training(mha, argus::fused, x_q, x_k, x_v, argus::causal,
+//                                             argus::dropout{0.1, step});  // both optional
 //     const auto& y = tape.output();                       // (batch, seq_q, d_model)
 //     auto g = argus::backward(tape, dout, argus::fused);  // dout = dL/dy, y's shape
 //     // g.w_q has the type of mha.w_q, g.b_o of mha.b_o, g.x_q of x_q (as a tensor), ...
@@ -12,7 +13,10 @@
 // must outlive it. backward(tape, dout, policy) returns a gradients<...> struct: the
 // attention core's gradients come from kernel::attention_backward_unfused (unfused: P and
 // dP materialised per head) or kernel::flash_attention_backward (fused: FlashAttention-2,
-// no (seq_q × seq_kv) buffer), and every parameter gradient from kernel::gemm.
+// no (seq_q × seq_kv) buffer), and every parameter gradient from kernel::gemm. Dropout on the
+// attention weights (argus::dropout{rate, seed}) drops the weights kernel/dropout.hpp
+// chooses from (seed, batch item, head, query, key): both evaluators drop the same ones, and
+// the backward pass recomputes them from the seed the tape keeps.
 // docs/explanation/training.md explains the design.
 #pragma once
 
@@ -32,11 +36,26 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <exception>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 namespace argus {
+
+/// Dropout on the attention weights, for forward_for_training (PyTorch's MHA `dropout`):
+/// each weight P_ij is dropped with probability `rate` and the kept ones are scaled by
+/// 1 / (1 − rate); which ones is decided by (seed, batch item, head, query, key) alone
+/// (kernel/dropout.hpp), so fused and unfused drop the same weights and backward() drops
+/// them again without a stored mask. Use a new seed per step. 0 <= rate <= 1; 0: none.
+struct dropout {
+  double rate = 0;
+  std::uint64_t seed = 0;
+};
 
 /// dL/d of every input and parameter of a multi_head_attention module, each with the type
 /// of what it differentiates: x_q, x_k, x_v as tensors of the inputs' shapes, w_q ... b_o
@@ -100,6 +119,7 @@ class training_tape {
   detail::materialized<T, SQ> x_q_;
   detail::materialized<T, SK> x_k_;
   detail::materialized<T, SV> x_v_;
+  dropout dropout_{};
   aligned_buffer<T> q_, k_, v_, a_,
       lse_;  // (B,SEQ_Q,H*D_K) (B,SEQ_KV,G*D_K) (B,SEQ_KV,G*D_V) (B,SEQ_Q,H*D_V) (B,H,SEQ_Q)
   output_type out_;
@@ -188,6 +208,7 @@ struct tape_access {
     const auto& s = masked_scores_of(t.expr_);
     p.scale = mask_chain<std::remove_cvref_t<decltype(s)>>::scores(s).scale;
     set_masks(s, p, keep);
+    p.dropout_rate = static_cast<T>(t.dropout_.rate), p.dropout_seed = t.dropout_.seed;
     return p;
   }
 
@@ -268,9 +289,11 @@ struct tape_access {
   static training_tape<Module, Policy, E, SQ, SK, SV> make(const Module& m, E e,
                                                            materialized<T, SQ> xq,
                                                            materialized<T, SK> xk,
-                                                           materialized<T, SV> xv) {
-    return training_tape<Module, Policy, E, SQ, SK, SV>(m, std::move(e), std::move(xq),
-                                                        std::move(xk), std::move(xv));
+                                                           materialized<T, SV> xv, dropout d) {
+    training_tape<Module, Policy, E, SQ, SK, SV> t(m, std::move(e), std::move(xq), std::move(xk),
+                                                   std::move(xv));
+    t.dropout_ = d;
+    return t;
   }
 };
 
@@ -287,6 +310,42 @@ concept is_attention_module = requires(const M& m) {
   m.w_q, m.w_k, m.w_v, m.w_o, m.b_q, m.b_k, m.b_v, m.b_o;
   M::d_model, M::heads, M::kv_heads, M::d_k, M::d_v, M::kdim, M::vdim, M::has_bias;
 };
+
+/// What forward_for_training takes after its inputs: masks and at most one dropout.
+template <class O>
+concept training_option = Mask<O> || std::is_same_v<O, dropout>;
+template <class... Os>
+concept training_options = (training_option<Os> && ...);
+template <class... Os>
+inline constexpr std::size_t dropouts_in = (std::size_t{std::is_same_v<Os, dropout>} + ... + 0);
+
+/// The masks among the options, as a tuple.
+template <class O>
+auto mask_if(const O& o) {
+  if constexpr (Mask<O>)
+    return std::tuple<O>(o);
+  else
+    return std::tuple<>();
+}
+
+/// The dropout among the options (none: rate 0), checked: throws std::invalid_argument
+/// naming the rate unless 0 <= rate <= 1.
+template <class... Os>
+dropout dropout_of(const Os&... options) {
+  dropout d{};
+  (
+      [&](const auto& o) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(o)>, dropout>) d = o;
+      }(options),
+      ...);
+  if (!(d.rate >= 0.0 && d.rate <= 1.0)) {  // NaN fails both
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", d.rate);
+    throw std::invalid_argument(std::string("argus::forward_for_training: the dropout rate is ") +
+                                rate + "; it must lie in [0, 1]");
+  }
+  return d;
+}
 
 template <class T>
 struct is_training_tape : std::false_type {};
@@ -316,34 +375,41 @@ constexpr bool dout_fits_output() {
 }  // namespace detail
 
 /// Runs m's forward pass on x_q, x_k, x_v with masks under policy p (argus::fused or
-/// argus::unfused) and keeps what backward() needs. The relations and run-time checks are
-/// those of m.forward(x_q, x_k, x_v, masks...). At most one mask of each kind.
+/// argus::unfused) and keeps what backward() needs. os: options, masks (at most one of each
+/// kind) and at most one argus::dropout, in any order. The relations and run-time checks
+/// are those of m.forward(x_q, x_k, x_v, masks...); a dropout rate outside [0, 1] throws
+/// std::invalid_argument, before anything is computed.
 // clang-format off
-template <class Module, EvaluationPolicy P, Operand XQ, Operand XK, Operand XV, Mask... Ms>
-requires detail::is_attention_module<Module>
-auto forward_for_training(const Module& m, P p, XQ&& x_q, XK&& x_k, XV&& x_v, const Ms&... masks) {
+template <class Module, EvaluationPolicy P, Operand XQ, Operand XK, Operand XV, class... Os>
+requires detail::is_attention_module<Module> && detail::training_options<Os...>
+auto forward_for_training(const Module& m, P p, XQ&& x_q, XK&& x_k, XV&& x_v, const Os&... os) {
   // clang-format on
+  static_assert(detail::dropouts_in<Os...> <= 1,
+                "argus::forward_for_training: at most one argus::dropout");
   using module = Module;
-  auto e = m.forward(x_q, x_k, x_v, masks...);  // checks every relation and run-time extent
+  auto e = std::apply(  // checks every relation and run-time extent
+      [&](const auto&... masks) { return m.forward(x_q, x_k, x_v, masks...); },
+      std::tuple_cat(detail::mask_if(os)...));
   using E = decltype(e);
   static_assert(detail::mask_chain<detail::masked_scores_t<E>>::ok,
                 "argus::forward_for_training: at most one mask of each kind (causal, ignore_keys, "
                 "ignore_where, add_to_scores)");
+  const dropout d = detail::dropout_of(os...);
   auto tape = detail::tape_access::make<module, P, E>(
       m, std::move(e), detail::contiguous_input(x_q), detail::contiguous_input(x_k),
-      detail::contiguous_input(x_v));
+      detail::contiguous_input(x_v), d);
   detail::tape_access::forward(tape, p);
   return tape;
 }
 
-/// Self-attention: forward_for_training(m, p, x, x, x, masks...). The gradient of x is
+/// Self-attention: forward_for_training(m, p, x, x, x, os...). The gradient of x is
 /// g.x_q + g.x_k + g.x_v.
 // clang-format off
-template <class Module, EvaluationPolicy P, Operand X, Mask... Ms>
-requires detail::is_attention_module<Module>
-auto forward_for_training(const Module& m, P p, X&& x, const Ms&... masks) {
+template <class Module, EvaluationPolicy P, Operand X, class... Os>
+requires detail::is_attention_module<Module> && detail::training_options<Os...>
+auto forward_for_training(const Module& m, P p, X&& x, const Os&... os) {
   // clang-format on
-  return forward_for_training(m, p, x, x, x, masks...);
+  return forward_for_training(m, p, x, x, x, os...);
 }
 
 /// The gradients of L with respect to every input and parameter of the tape's module, given

@@ -7,6 +7,9 @@
 //     dV_j = Σ_(h in group) Σ_i P_ij dO_i          dP_ij = dO_i·V_j
 //     dS_ij = P_ij (dP_ij − D_i),  D_i = Σ_j P_ij dP_ij  (= dO_i·O_i)
 //     dQ_i = scale · Σ_j dS_ij K_j                  dK_j = scale · Σ_(h in group) Σ_i dS_ij Q_i
+// With dropout (kernel/dropout.hpp), O_i = Σ_j P̃_ij V_j with P̃_ij = P_ij · keep_ij, keep_ij
+// 0 or 1 / (1 − rate); then dV_j sums P̃_ij dO_i, dP_ij = keep_ij · dO_i·V_j, and D_i is
+// still dO_i·O_i. The decisions are recomputed from the seed, never stored.
 // A masked score has P_ij = 0 exactly, so it carries no gradient, and a query whose keys are
 // all masked has P_i = 0 and gets dQ_i = 0 (never NaN). The additive mask's own gradient
 // (dS) is not computed: masks are constants.
@@ -18,6 +21,7 @@
 // same gradients without the (seq_q × seq_kv) buffers.
 #pragma once
 
+#include "argus/kernel/dropout.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/gemm.hpp"
 #include "argus/kernel/parallel.hpp"
@@ -144,6 +148,10 @@ void attention_unfused(const attention_problem<T>& p) {
             m == minus_inf ? minus_inf : m + std::log(sum);
       }
     softmax_rows(s, p.seq_q, p.seq_kv, p.seq_kv);
+    const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
+    if (drop.active())
+      for (std::size_t i = 0; i < p.seq_q; ++i)
+        drop.apply(b, h, i, 0, p.seq_kv, s + i * p.seq_kv, 1);
     gemm_nn<T>(p.seq_q, p.d_v, p.seq_kv, T(1), s, p.seq_kv, p.v + b * p.v_batch + g * p.v_head,
                p.v_row, o, p.o_row);
   });
@@ -165,10 +173,12 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
     T* dv = bp.d_v + b * p.v_batch + g * p.v_head;
     detail::zero_rows(dk, skv, p.d_k, p.k_row);
     detail::zero_rows(dv, skv, p.d_v, p.v_row);
-    std::vector<T>& scratch = detail::unfused_scratch<T>(3 * sq * skv);
-    T* s = scratch.data();  // (SEQ_Q,SEQ_KV) S, then P
-    T* ds = s + sq * skv;   // (SEQ_Q,SEQ_KV) dP, then dS
-    T* tr = ds + sq * skv;  // (SEQ_KV,SEQ_Q) Pᵀ, then dSᵀ
+    const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
+    std::vector<T>& scratch = detail::unfused_scratch<T>(3 * sq * skv + (drop.active() ? skv : 0));
+    T* s = scratch.data();    // (SEQ_Q,SEQ_KV) S, then P
+    T* ds = s + sq * skv;     // (SEQ_Q,SEQ_KV) dP̃ = dO Vᵀ, then dS
+    T* tr = ds + sq * skv;    // (SEQ_KV,SEQ_Q) P̃ᵀ, then dSᵀ
+    T* keep = tr + sq * skv;  // [SEQ_KV] one row's dropout factors
     for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
       const T* q = p.q + b * p.q_batch + h * p.q_head;
       const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head;
@@ -179,17 +189,23 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
       }
       detail::unfused_probabilities(p, b, h, s);
       softmax_rows(s, sq, skv, skv);                                        // P
-      gemm_nt<T>(sq, skv, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, skv);  // dP = dO Vᵀ
+      gemm_nt<T>(sq, skv, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, skv);  // dP̃ = dO Vᵀ
       for (std::size_t i = 0; i < sq; ++i) {
-        const T* pr = s + i * skv;
+        T* pr = s + i * skv;
         T* dr = ds + i * skv;
+        if (drop.active()) {  // P̃ = P ∘ keep, dP = dP̃ ∘ keep
+          drop.factors(b, h, i, 0, skv, keep);
+          for (std::size_t j = 0; j < skv; ++j) dr[j] *= keep[j];
+        }
         T d = T(0);
         for (std::size_t j = 0; j < skv; ++j) d += pr[j] * dr[j];
         for (std::size_t j = 0; j < skv; ++j) dr[j] = pr[j] * (dr[j] - d);  // dS
+        if (drop.active())
+          for (std::size_t j = 0; j < skv; ++j) pr[j] *= keep[j];  // P̃, for dV
       }
       detail::transpose_into(sq, skv, s, skv, tr, sq);
       gemm_nn<T>(skv, p.d_v, sq, T(1), tr, sq, d_o, p.o_row, dv, p.v_row, nullptr,
-                 true);                                                       // dV += Pᵀ dO
+                 true);                                                       // dV += P̃ᵀ dO
       gemm_nn<T>(sq, p.d_k, skv, p.scale, ds, skv, k, p.k_row, dq, p.q_row);  // dQ = scale dS K
       detail::transpose_into(sq, skv, ds, skv, tr, sq);
       gemm_nn<T>(skv, p.d_k, sq, p.scale, tr, sq, q, p.q_row, dk, p.k_row, nullptr,

@@ -26,6 +26,10 @@
 // not finite are zeroed in a copy and added back, one product at a time, to the rows that do
 // not ignore them (masked tiles only pay for a finiteness scan of their V tile).
 //
+// Dropout (p.dropout_rate > 0, training): after a tile's exponentials have been added to
+// l, the weights kernel/dropout.hpp drops are zeroed and the kept ones scaled, so the sum
+// over V sees them and the normaliser does not, as softmax(S) followed by dropout.
+//
 // Decode. When seq_q <= 16 and seq_kv is long, an item instead holds the rows of every
 // head of a group (so multi-query decode fills the registers) and one CHUNK of the keys;
 // items leave (m, l, unnormalised accumulator) per row and a second pass merges the chunks,
@@ -35,6 +39,7 @@
 // other width (>= 1) runs the same code with run-time extents.
 #pragma once
 
+#include "argus/kernel/dropout.hpp"
 #include "argus/kernel/flash_micro_kernels.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -84,6 +89,11 @@ struct attention_problem {
   /// unit stride along i. Null: not written.
   T* lse = nullptr;
   std::size_t lse_batch = 0, lse_head = 0;
+  /// Dropout on the attention weights (training), as kernel/dropout.hpp defines it: each
+  /// weight is dropped with probability dropout_rate, chosen by (dropout_seed, b, h, i, j),
+  /// and the kept ones are scaled by 1 / (1 − dropout_rate). 0 <= dropout_rate <= 1; 0: none.
+  T dropout_rate = 0;
+  std::uint64_t dropout_seed = 0;
 };
 
 /// The tiles flash_attention uses for a problem: query rows per tile, keys per tile.
@@ -376,6 +386,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
     j_end = std::min(j_end, reach);
   }
   thread_local unclean_values<T> unclean;
+  const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
   const T* k_base = p.k + it.b * p.k_batch + it.g * p.k_head;
   const T* v_base = p.v + it.b * p.v_batch + it.g * p.v_head;
   const std::uint8_t* key_ignore =
@@ -438,6 +449,9 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
         score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
       if (mask_tile(it, s, j0, n, any_key_ignored)) tile_maximum(it.scores, n, s.lanes(), it.top);
       softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
+      if (drop.active())  // after l took the undropped weights: only the sum over V drops them
+        for (std::size_t r = 0; r < s.rows; ++r)
+          drop.apply(it.b, s.head[r], s.query[r], j0, n, it.scores + r, flash_blocking<T>::q_tile);
       value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
       if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
     }

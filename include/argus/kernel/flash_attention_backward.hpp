@@ -8,6 +8,8 @@
 // recomputes, in (Q_TILE × K_TILE) tiles,
 //     S = scale · Q_i K_jᵀ + masks        P = e^(S − lse_i)      (lse kept by the forward)
 //     dV_j += Pᵀ dO_i      dP = dO_i V_jᵀ      dS = P ∘ (dP − D_i)
+// (with dropout, kernel/dropout.hpp: P̃ = P ∘ keep in dV, dP = keep ∘ dO_i V_jᵀ, the
+// decisions recomputed per tile from the seed),
 //     dK_j += scale · dSᵀ Q_i              dQ_i += scale · dS K_j
 // with kernel::gemm on the tiles. A causal mask skips the query tiles that lie wholly
 // before the key tile (their P is 0) and is applied only on tiles crossing the diagonal;
@@ -26,6 +28,7 @@
 #pragma once
 
 #include "argus/kernel/attention_backward.hpp"
+#include "argus/kernel/dropout.hpp"
 #include "argus/kernel/gemm.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -67,16 +70,17 @@ void backward_row_dots(const attention_backward_problem<T>& bp, T* d) {
   });
 }
 
-/// One thread's tiles: P and dS (Q_TILE × K_TILE), their transposes, and the lse and D of
-/// the query tile.
+/// One thread's tiles: P and dS (Q_TILE × K_TILE), their transposes, and the dropout
+/// factors (Q_TILE × K_TILE).
 template <class T>
 struct backward_tiles {
   static constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
-  std::vector<T> storage = std::vector<T>(4 * bq * bk);
-  T* p() noexcept { return storage.data(); }                  // (Q_TILE,K_TILE)
-  T* ds() noexcept { return storage.data() + bq * bk; }       // (Q_TILE,K_TILE)
-  T* pt() noexcept { return storage.data() + 2 * bq * bk; }   // (K_TILE,Q_TILE)
-  T* dst() noexcept { return storage.data() + 3 * bq * bk; }  // (K_TILE,Q_TILE)
+  std::vector<T> storage = std::vector<T>(5 * bq * bk);
+  T* p() noexcept { return storage.data(); }                   // (Q_TILE,K_TILE)
+  T* ds() noexcept { return storage.data() + bq * bk; }        // (Q_TILE,K_TILE)
+  T* pt() noexcept { return storage.data() + 2 * bq * bk; }    // (K_TILE,Q_TILE)
+  T* dst() noexcept { return storage.data() + 3 * bq * bk; }   // (K_TILE,Q_TILE)
+  T* keep() noexcept { return storage.data() + 4 * bq * bk; }  // (Q_TILE,K_TILE)
 };
 
 template <class T>
@@ -112,10 +116,11 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
   }
 }
 
-/// dS = P ∘ (dP − D) in place over dP (nq × nk, row stride ld).
+/// dS = P ∘ (dP − D) in place over dP (nq × nk, row stride ld); with dropout factors
+/// `keep` (same layout, or null), dP = dP̃ ∘ keep is formed from dP̃ = dO Vᵀ first.
 template <class T>
 void tile_score_gradient(std::size_t nq, std::size_t nk, const T* pt, T* dp, std::size_t ld,
-                         const T* d) noexcept {
+                         const T* d, const T* keep) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width;
   for (std::size_t r = 0; r < nq; ++r) {
@@ -123,6 +128,13 @@ void tile_score_gradient(std::size_t nq, std::size_t nk, const T* pt, T* dp, std
     T* dr = dp + r * ld;
     const V dv = V::broadcast(d[r]);
     std::size_t j = 0;
+    if (keep != nullptr) {
+      const T* kr = keep + r * ld;
+      for (; j + w <= nk; j += w)
+        (V::load(pr + j) * (V::load(dr + j) * V::load(kr + j) - dv)).store(dr + j);
+      for (; j < nk; ++j) dr[j] = pr[j] * (dr[j] * kr[j] - d[r]);
+      continue;
+    }
     for (; j + w <= nk; j += w) (V::load(pr + j) * (V::load(dr + j) - dv)).store(dr + j);
     for (; j < nk; ++j) dr[j] = pr[j] * (dr[j] - d[r]);
   }
@@ -138,6 +150,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
   const std::size_t group = p.heads / p.kv_heads;
   backward_tiles<T>& tiles = thread_backward_tiles<T>();
+  const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
   const T* k = p.k + b * p.k_batch + g * p.k_head + j0 * p.k_row;
   const T* v = p.v + b * p.v_batch + g * p.v_head + j0 * p.v_row;
   T* dk = bp.d_k + b * p.k_batch + g * p.k_head + j0 * p.k_row;
@@ -158,11 +171,19 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       T* ds = tiles.ds();
       gemm_nt<T>(nq, nk, p.d_k, p.scale, q, p.q_row, k, p.k_row, pp, bk);  // S
       tile_probabilities(p, b, h, i0, nq, j0, nk, lse, pp, bk);            // P
+      gemm_nt<T>(nq, nk, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, bk);   // dP̃ = dO Vᵀ
+      T* keep = nullptr;
+      if (drop.active()) {
+        keep = tiles.keep();
+        for (std::size_t r = 0; r < nq; ++r) drop.factors(b, h, i0 + r, j0, nk, keep + r * bk);
+      }
+      tile_score_gradient(nq, nk, pp, ds, bk, dd + i0, keep);  // dS
+      if (keep != nullptr)                                     // P̃ = P ∘ keep, for dV
+        for (std::size_t r = 0; r < nq; ++r)
+          for (std::size_t j = 0; j < nk; ++j) pp[r * bk + j] *= keep[r * bk + j];
       transpose_into(nq, nk, pp, bk, tiles.pt(), bq);
       gemm_nn<T>(nk, p.d_v, nq, T(1), tiles.pt(), bq, d_o, p.o_row, dv, p.v_row, nullptr,
-                 true);                                                   // dV += Pᵀ dO
-      gemm_nt<T>(nq, nk, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, bk);  // dP = dO Vᵀ
-      tile_score_gradient(nq, nk, pp, ds, bk, dd + i0);                   // dS
+                 true);  // dV += P̃ᵀ dO
       gemm_nn<T>(nq, p.d_k, nk, p.scale, ds, bk, k, p.k_row, dq, dq_row, nullptr,
                  true);  // dQ += scale dS K
       transpose_into(nq, nk, ds, bk, tiles.dst(), bq);
@@ -184,7 +205,7 @@ std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& 
   const std::size_t columns = p.batch * ((p.seq_kv + bk - 1) / bk);
   const std::size_t tasks = std::max<std::size_t>(1, std::min(threads, columns));
   const std::size_t rows = p.batch * p.heads * p.seq_q;
-  return (rows + (tasks - 1) * rows * p.d_k + threads * 4 * bq * bk) * sizeof(T);
+  return (rows + (tasks - 1) * rows * p.d_k + threads * 5 * bq * bk) * sizeof(T);
 }
 
 /// The gradients dQ, dK, dV of bp.f given dO and the forward's log-sum-exp bp.lse (as

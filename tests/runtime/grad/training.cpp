@@ -1,7 +1,7 @@
 // forward_for_training / backward (grad/training.hpp): the unfused backward against central
 // finite differences in double; the fused backward against the unfused one on random
-// shapes, masks, run-time lengths, GQA groups and thread counts; fully masked rows; the
-// run-time check of dout.
+// shapes, masks, dropout, run-time lengths, GQA groups and thread counts; fully masked rows;
+// the run-time check of dout; dropout's checks and its mean.
 #define BOOST_TEST_MODULE unit.grad.training
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
@@ -125,6 +125,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(unfused_backward_matches_finite_differences, C, fd
   check();
   check(argus::causal);
   check(argus::causal, argus::ignore_keys(pad), argus::add_to_scores(add));
+  check(argus::causal, argus::dropout{0.3, 99});  // the decisions are fixed by the seed
 }
 
 namespace {
@@ -191,8 +192,11 @@ void fused_equals_unfused(std::size_t batch, std::size_t sq, std::size_t skv, in
     case 2:
       run(argus::ignore_keys(pad));
       break;
-    default:
+    case 3:
       run(argus::causal, argus::ignore_keys(pad), argus::ignore_where(pairs));
+      break;
+    default:
+      run(argus::dropout{0.3, 1234 + std::uint64_t(sq)}, argus::causal, argus::ignore_keys(pad));
       break;
   }
 }
@@ -201,7 +205,7 @@ void fused_equals_unfused(std::size_t batch, std::size_t sq, std::size_t skv, in
 
 BOOST_AUTO_TEST_CASE(fused_backward_equals_unfused_backward) {
   std::uniform_int_distribution<std::size_t> len(1, 150);
-  for (int mask_kind = 0; mask_kind < 4; ++mask_kind) {
+  for (int mask_kind = 0; mask_kind < 5; ++mask_kind) {  // 4: with dropout
     const std::size_t sq = len(rng()), skv = len(rng());
     fused_equals_unfused<double, 32, 4, argus::mha_options{}>(2, sq, skv, mask_kind, 1e-10);
     fused_equals_unfused<double, 24, 6, argus::mha_options{.kv_heads = 2, .d_v = 5}>(
@@ -213,6 +217,46 @@ BOOST_AUTO_TEST_CASE(fused_backward_equals_unfused_backward) {
   fused_equals_unfused<double, 32, 2, argus::mha_options{}>(1, 64, 65, 1, 1e-10);
   fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 200, 200, 1, 2e-4);
   fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 130, 70, 3, 2e-4);
+  fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 130, 70, 4, 2e-4);
+}
+
+// Dropout through the module: it changes the output, a new seed drops other weights, the
+// mean over seeds is the output without dropout (inverted dropout is unbiased), and a rate
+// outside [0, 1] throws naming it.
+BOOST_AUTO_TEST_CASE(dropout_is_unbiased_and_checked) {
+  using M = plain::M;
+  M m;
+  randomize_module(m);
+  activation<double, M::d_model> x(1, 6);
+  randomize(x);
+  const auto plain_out = argus::forward_for_training(m, argus::fused, x).output();
+  auto out = [&](std::uint64_t seed) {
+    return argus::forward_for_training(m, argus::fused, x, argus::dropout{0.4, seed}).output();
+  };
+  BOOST_TEST(max_rel_diff(out(1), plain_out) > 1e-3);
+  BOOST_TEST(max_rel_diff(out(1), out(2)) > 1e-3);
+  BOOST_TEST(max_rel_diff(out(1), out(1)) == 0.0);
+  const std::size_t n = 3000;
+  std::vector<double> sum(plain_out.size()), sum2(plain_out.size());
+  for (std::uint64_t seed = 0; seed < n; ++seed) {
+    const auto y = out(seed);
+    for (std::size_t e = 0; e < y.size(); ++e)
+      sum[e] += y.data()[e], sum2[e] += y.data()[e] * y.data()[e];
+  }
+  for (std::size_t e = 0; e < sum.size(); ++e) {
+    const double mean = sum[e] / n, se = std::sqrt((sum2[e] / n - mean * mean) / n);
+    BOOST_TEST_REQUIRE(std::abs(mean - plain_out.data()[e]) < 5 * se + 1e-12,
+                       "element " << e << ": mean " << mean << ", without dropout "
+                                  << plain_out.data()[e] << ", standard error " << se);
+  }
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    try {
+      (void)argus::forward_for_training(m, argus::unfused, x, argus::dropout{bad, 1});
+      BOOST_ERROR("a dropout rate of " << bad << " was accepted");
+    } catch (const std::invalid_argument& e) {
+      BOOST_TEST(std::string(e.what()).find("dropout rate is") != std::string::npos, e.what());
+    }
+  }
 }
 
 // A query whose keys are all ignored gets no gradient, and no key gets one from it.
