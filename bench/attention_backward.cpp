@@ -7,6 +7,10 @@
 //             (seq_q × seq_kv) buffer
 //   unfused   kernel::attention_backward_unfused: S, P, dP materialised per head, kernel::gemm
 // Rows: BM_backward n 512 ... 4096 (h 8), BM_backward_causal n 1024 and 4096, threads 1 and 2.
+// Dropout on the attention weights (kernel/dropout.hpp), rate 0 and 0.1 side by side, n 1024
+// and 4096 on 1 thread: BM_dropout_forward times the forward (flash_attention or
+// attention_unfused), BM_dropout_backward the backward of a forward with that rate (flops as
+// without dropout, so GFLOP/s falls by the generator's cost).
 // flops: the five products of the backward (S = QKᵀ, dV = PᵀdO, dP = dOVᵀ, dQ = dS K,
 // dK = dSᵀQ), 2 flops per multiply-add: 2.5 × bench::core_flops (10·B·h·n_q·n_kv·d),
 // halved for causal; the fused kernel's recomputation of S is counted once, as in
@@ -28,7 +32,10 @@ namespace {
 using argus::bench::evaluator;
 using argus::bench::row_args;
 
-template <bool Causal>
+enum class pass { forward, backward };
+
+/// DropoutArg: the row's fourth argument is the dropout rate in percent.
+template <bool Causal, pass Timed = pass::backward, bool DropoutArg = false>
 void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   using namespace argus;
   constexpr std::size_t d = 64;
@@ -54,6 +61,18 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   p.scale = 1.0f / std::sqrt(float(d));
   p.causal = Causal;
   p.lse = lse.data(), p.lse_batch = h * n, p.lse_head = n;
+  if (DropoutArg && state.range(3) > 0)
+    p.dropout_rate = float(state.range(3)) / 100.0f, p.dropout_seed = 99;
+  if constexpr (Timed == pass::forward) {
+    const double fwd = bench::core_flops(1, h, n, n, d, d, Causal);
+    if (ev == evaluator::fused)
+      bench::timed_loop(state, threads, fwd, double(kernel::flash_attention_scratch_bytes(p)),
+                        [&] { kernel::flash_attention(p); });
+    else
+      bench::timed_loop(state, threads, fwd, double(n * n * sizeof(float) * std::size_t(threads)),
+                        [&] { kernel::attention_unfused(p); });
+    return;
+  }
   kernel::flash_attention(p);
   bp.lse = lse.data(), bp.d_o = d_o.data(), bp.d_q = dq.data(), bp.d_k = dk.data(),
   bp.d_v = dv.data();
@@ -84,6 +103,14 @@ std::vector<std::vector<std::int64_t>> rows(const std::vector<std::int64_t>& ns)
   return r;
 }
 
+/// n 1024 and 4096, h 8, 1 thread, dropout rate 0 and 10 %.
+std::vector<std::vector<std::int64_t>> dropout_rows() {
+  std::vector<std::vector<std::int64_t>> r;
+  for (std::int64_t n : {1024, 4096})
+    for (std::int64_t pct : {0, 10}) r.push_back({n, 8, 1, pct});
+  return r;
+}
+
 const bool registered = [] {
   using argus::bench::add_rows;
   const std::vector<evaluator> evs{evaluator::fused, evaluator::unfused};
@@ -92,6 +119,10 @@ const bool registered = [] {
            evs);
   add_rows("BM_backward_causal", backward_row<true>, {"n", "h", "threads"}, rows({1024, 4096}),
            evs);
+  add_rows("BM_dropout_forward", backward_row<false, pass::forward, true>,
+           {"n", "h", "threads", "dropout_pct"}, dropout_rows(), evs);
+  add_rows("BM_dropout_backward", backward_row<false, pass::backward, true>,
+           {"n", "h", "threads", "dropout_pct"}, dropout_rows(), evs);
   return true;
 }();
 

@@ -1,21 +1,28 @@
 // argus/kernel/dropout.hpp -- kernel layer: dropout on the attention weights, from a
 // counter-based generator, so that nothing is stored.
 //
-// The weight P_ij of query i and key j, in query head h of batch item b, is kept iff
-//     philox4x32_10(counter = (j / 4, i, h, b), key = (seed mod 2^32, seed / 2^32))[j mod 4]
-//         >= threshold,            threshold = ⌊rate · 2^32⌋ (2^32 for rate 1),
-// and a kept weight is multiplied by 1 / (1 − rate) (PyTorch's inverted dropout), so that
-// O_i = Σ_j P_ij · keep_ij / (1 − rate) · V_j. The decision depends on (seed, b, h, i, j)
-// alone: the fused and unfused evaluators drop the same weights whatever their tiles, work
-// order and thread count, and the backward pass recomputes the decisions instead of keeping
-// a mask. Philox4x32-10 (Salmon et al., SC'11) is the generator of cuRAND, JAX and
-// PyTorch's CUDA dropout; philox4x32_10 below reproduces Random123's known answers.
+// The weight P_ij of query i and key j, in query head h of batch item b, is kept iff its
+// 16-bit draw is at least the threshold t = round(rate · 2^16):
+//     block = philox4x32_10(counter = (j / 8, i, h, b), key = (seed mod 2^32, seed / 2^32))
+//     draw  = 16-bit half (j mod 2) of word (j mod 8) / 2 of block (the low half first),
+// and a kept weight is multiplied by 2^16 / (2^16 − t) (inverted dropout: the expectation of
+// the output is the output without dropout), so O_i = Σ_j P_ij · keep_ij · V_j. A weight is
+// dropped with probability t / 2^16: the rate, rounded to a multiple of 2^-16 (a rate under
+// 2^-17 drops nothing; rate 1 drops every weight, so outputs and gradients are 0).
 //
-// Extents: i, h and b are counter words of 32 bits and j / 4 is one too, so the decisions
-// are distinct for seq_q, heads, batch < 2^32 and seq_kv < 2^34 (beyond, they repeat).
-// rate 0 drops nothing (the kernels skip the pass: the result is bitwise that of no
-// dropout); rate 1 drops every weight (outputs and gradients 0).
+// The decision depends on (seed, b, h, i, j) alone: the fused and unfused evaluators drop
+// the same weights whatever their tiles, work order and thread count, and the backward pass
+// recomputes the decisions instead of keeping a mask. Philox4x32-10 (Salmon et al., SC'11)
+// is the generator of cuRAND, JAX and PyTorch's CUDA dropout (philox4x32_10 below
+// reproduces Random123's known answers); 16 bits per decision, eight decisions per block,
+// as FlashAttention-2's dropout, halve the generator's cost against 32 bits, and the block
+// is computed for u32_width counters at once in SIMD lanes.
+//
+// Extents: i, h and b are counter words of 32 bits and j / 8 is one too, so the decisions
+// are distinct for seq_q, heads, batch < 2^32 and seq_kv < 2^35 (beyond, they repeat).
 #pragma once
+
+#include "argus/kernel/simd.hpp"
 
 #include <array>
 #include <cassert>
@@ -38,27 +45,59 @@ constexpr std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4
   return ctr;
 }
 
+namespace detail {
+
+/// (hi, lo) = m · a lane by lane, 32 × 32 -> 64 bits.
+inline void mulhilo_lanes(std::uint32_t m, u32_lanes a, u32_lanes& hi, u32_lanes& lo) noexcept {
+  const u32_lanes mv = u32_lanes{} + m;
+  const u64_lanes even = mul_even_lanes(a, mv);
+  const u64_lanes odd =
+      mul_even_lanes(reinterpret_cast<u32_lanes>(reinterpret_cast<u64_lanes>(a) >> 32), mv);
+  hi = reinterpret_cast<u32_lanes>((even >> 32) | (odd & ~std::uint64_t{0xffffffffu}));
+  lo = a * m;
+}
+
+/// philox4x32_10 of u32_width counters at once: lane L of c[0..3] is counter L's block.
+inline void philox4x32_10_lanes(u32_lanes (&c)[4], std::array<std::uint32_t, 2> key) noexcept {
+  for (int round = 0; round < 10; ++round) {
+    u32_lanes hi0, lo0, hi1, lo1;
+    mulhilo_lanes(0xD2511F53u, c[0], hi0, lo0);
+    mulhilo_lanes(0xCD9E8D57u, c[2], hi1, lo1);
+    c[0] = hi1 ^ c[1] ^ key[0];
+    c[1] = lo1;
+    c[2] = hi0 ^ c[3] ^ key[1];
+    c[3] = lo0;
+    key[0] += 0x9E3779B9u, key[1] += 0xBB67AE85u;
+  }
+}
+
+}  // namespace detail
+
 /// The dropout of one attention call: which weights it keeps and by what it scales them.
 /// rate 0: inactive. pre: 0 <= rate <= 1 (the API layer checks it and throws).
 template <class T>
 class attention_dropout {
  public:
+  static constexpr std::uint32_t one = 1u << 16;  // the draws are 0 .. one − 1
+
   attention_dropout(T rate, std::uint64_t seed) noexcept
-      : threshold_(rate >= T(1) ? std::uint64_t{1} << 32
-                                : static_cast<std::uint64_t>(double(rate) * 4294967296.0)),
-        keep_(rate >= T(1) ? T(0) : T(1) / (T(1) - rate)),
+      : threshold_(threshold_of(rate)),
+        keep_(threshold_ == one ? T(0) : T(double(one) / double(one - threshold_))),
         key_{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)} {
     assert(rate >= T(0) && rate <= T(1));
   }
 
-  /// Whether any weight may be dropped (rate > 0, or a rate too small to drop any: no).
+  /// Whether any weight may be dropped (false for rate 0, and for a rate under 2^-17).
   bool active() const noexcept { return threshold_ != 0; }
-  /// The factor of a kept weight, 1 / (1 − rate) (0 when rate is 1).
+  /// The probability that a weight is dropped: the rate rounded to a multiple of 2^-16.
+  double drop_probability() const noexcept { return double(threshold_) / double(one); }
+  /// The factor of a kept weight, 1 / (1 − drop_probability()) (0 when everything drops).
   T keep_scale() const noexcept { return keep_; }
 
   /// Whether weight (b, h, i, j) is kept.
   bool keeps(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const noexcept {
-    return philox4x32_10(counter(b, h, i, j / 4), key_)[j % 4] >= threshold_;
+    const std::uint32_t word = philox4x32_10(counter(b, h, i, j / 8), key_)[j % 8 / 2];
+    return ((j % 2 == 0 ? word : word >> 16) & 0xffffu) >= threshold_;
   }
 
   /// w[k · stride] *= factor of key j0 + k, k < n, for query i of head h, batch item b:
@@ -75,26 +114,54 @@ class attention_dropout {
   }
 
  private:
+  static std::uint32_t threshold_of(T rate) noexcept {
+    if (!(rate > T(0))) return 0;
+    if (rate >= T(1)) return one;
+    return static_cast<std::uint32_t>(double(rate) * double(one) + 0.5);  // <= one
+  }
+
   static std::array<std::uint32_t, 4> counter(std::size_t b, std::size_t h, std::size_t i,
                                               std::size_t block) noexcept {
     return {static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(i),
             static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(b)};
   }
 
-  /// Calls use(k, factor) for k < n, one Philox block per four keys.
+  /// Calls use(k, factor) for k < n: eight keys per Philox block, and where whole blocks
+  /// remain, u32_width blocks at a time in SIMD lanes.
   template <class Use>
   void for_each_factor(std::size_t b, std::size_t h, std::size_t i, std::size_t j0, std::size_t n,
                        Use use) const noexcept {
+    constexpr std::size_t lanes = u32_width;
+    const std::uint32_t t = threshold_;
+    const T keep = keep_;  // locals: use() stores through T*, which may alias members
     std::size_t k = 0;
     while (k < n) {
-      const std::size_t j = j0 + k, block = j / 4;
+      const std::size_t j = j0 + k, block = j / 8;
+      if (j % 8 == 0 && n - k >= 8 * lanes) {
+        u32_lanes c[4];
+        for (std::size_t l = 0; l < lanes; ++l) c[0][l] = static_cast<std::uint32_t>(block + l);
+        c[1] = u32_lanes{} + static_cast<std::uint32_t>(i);
+        c[2] = u32_lanes{} + static_cast<std::uint32_t>(h);
+        c[3] = u32_lanes{} + static_cast<std::uint32_t>(b);
+        detail::philox4x32_10_lanes(c, key_);
+        for (std::size_t l = 0; l < lanes; ++l)
+          for (std::size_t word = 0; word < 4; ++word) {
+            const std::uint32_t x = c[word][l];
+            use(k + 8 * l + 2 * word, (x & 0xffffu) >= t ? keep : T(0));
+            use(k + 8 * l + 2 * word + 1, (x >> 16) >= t ? keep : T(0));
+          }
+        k += 8 * lanes;
+        continue;
+      }
       const std::array<std::uint32_t, 4> r = philox4x32_10(counter(b, h, i, block), key_);
-      for (std::size_t lane = j % 4; lane < 4 && k < n; ++lane, ++k)
-        use(k, r[lane] >= threshold_ ? keep_ : T(0));
+      for (std::size_t e = j % 8; e < 8 && k < n; ++e, ++k) {
+        const std::uint32_t x = e % 2 == 0 ? r[e / 2] & 0xffffu : r[e / 2] >> 16;
+        use(k, x >= t ? keep : T(0));
+      }
     }
   }
 
-  std::uint64_t threshold_;  // kept iff the 32-bit draw >= threshold_ (2^32: none kept)
+  std::uint32_t threshold_;  // kept iff the 16-bit draw >= threshold_ (one: none kept)
   T keep_;
   std::array<std::uint32_t, 2> key_;
 };

@@ -228,6 +228,25 @@ inline bool all_finite(const T* x, std::size_t n) noexcept {
 inline float exp_scalar(float x) noexcept { return exp(simd<float>::broadcast(x))[0]; }
 inline double exp_scalar(double x) noexcept { return std::exp(x); }
 
+/// Up to 32 bytes of 32-bit unsigned lanes, and the same bits as 64-bit lanes: the integer
+/// vocabulary of counter-based generators (kernel/dropout.hpp). AVX-512 targets use ymm
+/// here too (GCC 12 warns on the zmm form of the product).
+inline constexpr std::size_t u32_bytes = simd_bytes > 32 ? 32 : simd_bytes;
+using u32_lanes = std::uint32_t __attribute__((vector_size(u32_bytes)));
+using u64_lanes = std::uint64_t __attribute__((vector_size(u32_bytes)));
+inline constexpr std::size_t u32_width = u32_bytes / 4;
+
+/// The full 64-bit products of the even 32-bit lanes of a and b (vpmuludq).
+inline u64_lanes mul_even_lanes(u32_lanes a, u32_lanes b) noexcept {
+#if defined(__AVX2__)
+  return reinterpret_cast<u64_lanes>(
+      _mm256_mul_epu32(reinterpret_cast<__m256i>(a), reinterpret_cast<__m256i>(b)));
+#else
+  const u64_lanes low = u64_lanes{} + 0xffffffffu;
+  return (reinterpret_cast<u64_lanes>(a) & low) * (reinterpret_cast<u64_lanes>(b) & low);
+#endif
+}
+
 namespace detail {
 // One butterfly step of transpose(): for rows i (bit H clear) and i | H, swap the lanes whose
 // bit H differs from the row's bit H, i.e. exchange the off-diagonal H x H blocks of every

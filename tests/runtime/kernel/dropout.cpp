@@ -119,7 +119,9 @@ template <class T>
 reference reference_of(const instance<T>& in) {
   const config& c = in.c;
   const attention_dropout<double> drop(c.rate, c.seed);
-  const double keep_scale = c.rate >= 1 ? 0.0 : 1.0 / (1.0 - c.rate);
+  // The rate rounded to a multiple of 2^-16, as kernel/dropout.hpp defines it.
+  const double t = std::floor(c.rate * 65536.0 + 0.5);
+  const double keep_scale = t >= 65536.0 ? 0.0 : 65536.0 / (65536.0 - t);
   const double scale = 1.0 / std::sqrt(double(c.d_k));
   reference r;
   r.o.assign(in.o.size(), 0.0), r.d_q.assign(in.q.size(), 0.0);
@@ -233,13 +235,15 @@ BOOST_AUTO_TEST_CASE(decisions_keep_one_minus_rate_and_scale_the_kept) {
         for (std::size_t i = 0; i < 20; ++i) {
           drop.factors(b, h, i, 0, n, f.data());
           for (std::size_t j = 0; j < n; ++j) {
-            BOOST_TEST_REQUIRE((f[j] == 0.0 || f[j] == 1.0 / (1.0 - rate)));
+            BOOST_TEST_REQUIRE((f[j] == 0.0 || f[j] == drop.keep_scale()));
             BOOST_TEST_REQUIRE((f[j] != 0.0) == drop.keeps(b, h, i, j));
             kept += f[j] != 0.0;
             same_as_next += j + 1 < n && (f[j] != 0.0) == drop.keeps(b, h, i, j + 1);
           }
           total += n;
         }
+    // The scale is 1 / (1 − rate) for the rate rounded to 2^-16: half a step of 2^-16 at most.
+    BOOST_TEST(std::abs(drop.keep_scale() * (1 - rate) - 1) <= 0.5 / 65536 / (1 - rate) + 1e-12);
     // Binomial: 5 standard deviations of the kept fraction.
     const double expect = 1 - rate, sd = std::sqrt(rate * (1 - rate) / double(total));
     BOOST_TEST(std::abs(double(kept) / double(total) - expect) < 5 * sd,
