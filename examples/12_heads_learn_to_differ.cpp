@@ -7,8 +7,8 @@
 // letters a..p), then the same 8 in another order. Token i is x_i = [value | position |
 // payload]: its value and its position one-hot (16 numbers each), and 16 random numbers of
 // its own, the payload. The target at position i adds the payloads of three tokens, each
-// read through its own fixed random matrix R (16 -> 48):
-//     t_i = R_previous·payload(i − 1) + R_first·payload(0) + R_same·payload(j),
+// read through its own fixed random matrix R (16, 48):
+//     t_i = payload(i − 1)·R_previous + payload(0)·R_first + payload(j)·R_same,
 // j the first position holding token i's value (i itself in the first half; the previous
 // token of position 0 is itself). A head is one softmax over positions followed by one linear
 // map of what it reads, so a head can serve one rule: the natural solution is a head per rule.
