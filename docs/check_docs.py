@@ -19,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -383,7 +384,10 @@ def cmd_outputs(args):
                 errors.append(f"{b.where()}: {exe} is not built")
                 runs[key] = None
                 continue
-            r = subprocess.run([str(exe), *pos[1:]], capture_output=True, text=True, timeout=300)
+            # In a scratch directory: what a program writes (pictures) stays out of the tree.
+            with tempfile.TemporaryDirectory(prefix="argus-docs-") as scratch:
+                r = subprocess.run([str(exe.resolve()), *pos[1:]], capture_output=True, text=True,
+                                   timeout=300, cwd=scratch)
             runs[key] = r.stdout + r.stderr
         if runs[key] is not None:
             check_output(b, runs[key], opts.get("ignore"), args.refresh, errors, edits)
