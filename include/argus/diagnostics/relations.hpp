@@ -169,6 +169,15 @@ concept dout_shape_equals_output_shape =
     extents_may_agree<DOutBatch, OutBatch> && extents_may_agree<DOutSeq, OutSeq> &&
     DOutWidth == OutWidth;
 
+/// backward(tape, dout) of an attention core trained as an expression: dout = dL/d(out) has
+/// the attention output's shape (batch, heads, seq_q, d_v); run-time extents are checked at
+/// run time.
+template <std::size_t DOutBatch, std::size_t DOutHeads, std::size_t DOutSeq, std::size_t DOutWidth,
+          std::size_t OutBatch, std::size_t OutHeads, std::size_t OutSeq, std::size_t OutWidth>
+concept dout_shape_equals_attention_shape =
+    extents_may_agree<DOutBatch, OutBatch> && extents_may_agree<DOutHeads, OutHeads> &&
+    extents_may_agree<DOutSeq, OutSeq> && extents_may_agree<DOutWidth, OutWidth>;
+
 // --- Values ---------------------------------------------------------------------------
 
 /// scores(q, k, scale): the scale is a number.

@@ -449,4 +449,272 @@ requires detail::is_training_tape<Tape>::value typename Tape::gradients_type bac
   }
 }
 
+// --- Attention written as expressions ----------------------------------------------------
+
+/// dL/dq, dL/dk, dL/dv of an attention core attend(softmax([masks](scores(q, k))), v), each
+/// a tensor of the shape of the operand it differentiates ((batch, heads, seq, d) as the
+/// operands q, k and v of the expression: whatever sub-expressions they are, evaluated).
+template <class T, Shape SQ, Shape SK, Shape SV>
+struct attention_gradients {
+  using value_type = T;
+  tensor<T, SQ> q;  // (B,H,SEQ_Q,D_K)
+  tensor<T, SK> k;  // (B,G,SEQ_KV,D_K)
+  tensor<T, SV> v;  // (B,G,SEQ_KV,D_V)
+  attention_gradients(const SQ& sq, const SK& sk, const SV& sv) : q(sq), k(sk), v(sv) {}
+};
+
+namespace detail {
+
+/// The attention core of an expression E: E itself (output (B,H,SEQ_Q,D_V)) or the core
+/// under merge_heads (output (B,SEQ_Q,H*D_V)). ok: E is one of them.
+template <class E>
+struct trainable_core {
+  static constexpr bool ok = attention_core_traits<E>::ok, merged = false;
+  static const E& get(const E& e) noexcept { return e; }
+};
+template <class X>
+struct trainable_core<merge_heads_node<X>> {
+  static constexpr bool ok = attention_core_traits<X>::ok, merged = true;
+  static const X& get(const merge_heads_node<X>& e) noexcept { return e.x; }
+};
+
+/// The operands q, k (of the scores) and v of a core attend(softmax(S), V).
+template <class Core>
+struct core_operands;
+template <class S, class V>
+struct core_operands<attend_node<softmax_node<S>, V>> {
+  using node = attend_node<softmax_node<S>, V>;
+  static const auto& scores(const node& e) { return mask_chain<S>::scores(e.weights.scores); }
+  using scores_t = std::remove_cvref_t<decltype(scores(std::declval<const node&>()))>;
+  using q_shape = typename decltype(scores_t::q)::shape_type;
+  using k_shape = typename decltype(scores_t::k)::shape_type;
+  using v_shape = typename V::shape_type;
+  static const S& masked_scores(const node& e) { return e.weights.scores; }
+};
+
+struct attention_tape_access;
+
+}  // namespace detail
+
+/// What forward_for_training(e, policy) keeps for backward: q, k, v evaluated (row-major;
+/// a view of the caller's tensor where the operand is one), the output and the per-row
+/// log-sum-exp. Movable, not copyable; the tensors the expression reads must outlive it.
+template <class E, class Policy>
+class attention_training_tape {
+  using core_t =
+      std::remove_cvref_t<decltype(detail::trainable_core<E>::get(std::declval<const E&>()))>;
+  using ops = detail::core_operands<core_t>;
+
+ public:
+  using expression_type = E;
+  using value_type = typename E::value_type;
+  using output_type = tensor<value_type, typename E::shape_type>;
+  using gradients_type = attention_gradients<value_type, typename ops::q_shape,
+                                             typename ops::k_shape, typename ops::v_shape>;
+
+  /// The output of e, as evaluate(e, policy) computes it (with the dropout, if any).
+  const output_type& output() const noexcept { return out_; }
+
+  attention_training_tape(attention_training_tape&&) noexcept = default;
+  attention_training_tape(const attention_training_tape&) = delete;
+  attention_training_tape& operator=(const attention_training_tape&) = delete;
+  ~attention_training_tape() = default;
+
+ private:
+  friend struct detail::attention_tape_access;
+  using T = value_type;
+  explicit attention_training_tape(E e) : expr_(std::move(e)), out_(expr_.shape()) {}
+
+  E expr_;
+  detail::materialized<T, typename ops::q_shape> q_;
+  detail::materialized<T, typename ops::k_shape> k_;
+  detail::materialized<T, typename ops::v_shape> v_;
+  dropout dropout_{};
+  aligned_buffer<T> lse_;  // (B,H,SEQ_Q)
+  output_type out_;
+};
+
+namespace detail {
+
+template <class T>
+struct is_attention_training_tape : std::false_type {};
+template <class E, class P>
+struct is_attention_training_tape<attention_training_tape<E, P>> : std::true_type {};
+
+struct attention_tape_access {
+  template <class E, class P>
+  static attention_training_tape<E, P> make(E e, dropout d) {
+    attention_training_tape<E, P> t(std::move(e));
+    t.dropout_ = d;
+    return t;
+  }
+
+  /// The kernel problem of the tape: q, k, v, the output (merged or head-major), lse, masks
+  /// (kept alive in keep), dropout.
+  template <class Tape, class T = typename Tape::value_type>
+  static kernel::attention_problem<T> problem(const Tape& ct, mask_storage<T>& keep) {
+    Tape& t = const_cast<Tape&>(ct);  // the problem's output pointers; backward writes none
+    using core = typename Tape::core_t;
+    const auto& q = t.q_.view;
+    const auto& k = t.k_.view;
+    const auto& v = t.v_.view;
+    kernel::attention_problem<T> p{};
+    p.batch = q.extent(0), p.heads = q.extent(1), p.kv_heads = k.extent(1);
+    p.seq_q = q.extent(2), p.seq_kv = k.extent(2), p.d_k = q.extent(3), p.d_v = v.extent(3);
+    p.q = q.data(), p.q_batch = q.stride(0), p.q_head = q.stride(1), p.q_row = q.stride(2);
+    p.k = k.data(), p.k_batch = k.stride(0), p.k_head = k.stride(1), p.k_row = k.stride(2);
+    p.v = v.data(), p.v_batch = v.stride(0), p.v_head = v.stride(1), p.v_row = v.stride(2);
+    p.o = t.out_.data();
+    if constexpr (trainable_core<typename Tape::expression_type>::merged)
+      p.o_batch = p.seq_q * p.heads * p.d_v, p.o_head = p.d_v, p.o_row = p.heads * p.d_v;
+    else
+      p.o_batch = p.heads * p.seq_q * p.d_v, p.o_head = p.seq_q * p.d_v, p.o_row = p.d_v;
+    p.lse = t.lse_.data(), p.lse_batch = p.heads * p.seq_q, p.lse_head = p.seq_q;
+    const core& c = trainable_core<typename Tape::expression_type>::get(t.expr_);
+    const auto& s = core_operands<core>::masked_scores(c);
+    p.scale = core_operands<core>::scores(c).scale;
+    set_masks(s, p, keep);
+    p.dropout_rate = static_cast<T>(t.dropout_.rate), p.dropout_seed = t.dropout_.seed;
+    return p;
+  }
+
+  template <class Tape, class Policy>
+  static void forward(Tape& t, Policy) {
+    using core = typename Tape::core_t;
+    using T = typename Tape::value_type;
+    const core& c = trainable_core<typename Tape::expression_type>::get(t.expr_);
+    const evaluator<Policy> ev{};
+    t.q_ = contiguous(ev(core_operands<core>::scores(c).q));
+    t.k_ = contiguous(ev(core_operands<core>::scores(c).k));
+    t.v_ = contiguous(ev(c.v));
+    t.lse_ = aligned_buffer<T>(t.q_.view.extent(0) * t.q_.view.extent(1) * t.q_.view.extent(2),
+                               uninitialized);
+    mask_storage<T> keep;
+    const kernel::attention_problem<T> p = problem(t, keep);
+    if constexpr (std::is_same_v<Policy, fused_policy>)
+      kernel::flash_attention(p);
+    else
+      kernel::attention_unfused(p);
+  }
+
+  template <class Tape, class Policy, class T>
+  static typename Tape::gradients_type backward(const Tape& t, const T* dout, Policy) {
+    typename Tape::gradients_type g(t.q_.view.shape(), t.k_.view.shape(), t.v_.view.shape());
+    mask_storage<T> keep;
+    kernel::attention_backward_problem<T> bp;
+    bp.f = problem(t, keep);
+    bp.lse = t.lse_.data(), bp.d_o = dout;
+    bp.d_q = g.q.data(), bp.d_k = g.k.data(), bp.d_v = g.v.data();  // row-major, as q_, k_, v_
+    if constexpr (std::is_same_v<Policy, fused_policy>)
+      kernel::flash_attention_backward(bp);
+    else
+      kernel::attention_backward_unfused(bp);
+    return g;
+  }
+};
+
+/// Reports (static_assert) why e is not an attention core forward_for_training can train.
+template <class E>
+constexpr bool trainable_expression() {
+  static_assert(trainable_core<E>::ok,
+                "argus::forward_for_training(e, policy): e is an attention core attend(softmax("
+                "scores(q, k) with at most one mask of each kind), v), or merge_heads of one");
+  return trainable_core<E>::ok;
+}
+
+template <class... Os>
+concept dropout_options = (std::is_same_v<Os, dropout> && ...);
+
+}  // namespace detail
+
+/// Runs the attention core e (attend(softmax([masks](scores(q, k))), v), or merge_heads of
+/// one) under policy p and keeps what backward() needs; os: at most one argus::dropout. The
+/// gradients are those of e's operands q, k and v (backward(tape, dout, p)).
+// clang-format off
+template <Expression E, EvaluationPolicy P, class... Os>
+requires detail::dropout_options<Os...>
+auto forward_for_training(const E& e, P p, const Os&... os) {
+  // clang-format on
+  static_assert(detail::dropouts_in<Os...> <= 1,
+                "argus::forward_for_training: at most one argus::dropout");
+  if constexpr (detail::trainable_expression<E>()) {
+    const dropout d = detail::dropout_of(os...);
+    auto tape = detail::attention_tape_access::make<E, P>(e, d);
+    detail::attention_tape_access::forward(tape, p);
+    return tape;
+  } else {
+    std::terminate();  // not reached: the static_assert in trainable_expression has failed
+  }
+}
+
+namespace detail {
+/// The shape rule of backward() for a head-major attention output, on numbers, so that the
+/// diagnostic names them.
+template <std::size_t DOutBatch, std::size_t DOutHeads, std::size_t DOutSeq, std::size_t DOutWidth,
+          std::size_t OutBatch, std::size_t OutHeads, std::size_t OutSeq, std::size_t OutWidth>
+constexpr bool dout_fits_attention_output() {
+  static_assert(dout_shape_equals_attention_shape<DOutBatch, DOutHeads, DOutSeq, DOutWidth,
+                                                  OutBatch, OutHeads, OutSeq, OutWidth>,
+                "argus::backward(tape, dout) requires dout_shape_equals_attention_shape: dout = "
+                "dL/d(out) has the attention output's shape (batch, heads, seq_q, d_v)");
+  return dout_shape_equals_attention_shape<DOutBatch, DOutHeads, DOutSeq, DOutWidth, OutBatch,
+                                           OutHeads, OutSeq, OutWidth>;
+}
+}  // namespace detail
+
+/// The gradients of L with respect to the operands q, k, v of the tape's expression, given
+/// dout = dL/d(out) of the output's shape, under policy p (either, on a tape from either).
+/// Static extents are checked here; run-time ones throw shape_error before anything runs.
+// clang-format off
+template <class Tape, class DOut, EvaluationPolicy P>
+requires detail::is_attention_training_tape<Tape>::value typename Tape::gradients_type backward(
+    const Tape& tape, const DOut& dout, P p) {
+  using out = typename Tape::output_type;
+  // clang-format on
+  using O = typename out::shape_type;
+  static_assert(Operand<const DOut&> &&
+                    std::is_same_v<value_type_of<const DOut&>, typename out::value_type> &&
+                    shape_of<const DOut&>::rank() == O::rank(),
+                "argus::backward(tape, dout): dout = dL/d(out) is a tensor of the output's value "
+                "type and rank");
+  if constexpr (Operand<const DOut&> &&
+                std::is_same_v<value_type_of<const DOut&>, typename out::value_type> &&
+                shape_of<const DOut&>::rank() == O::rank()) {
+    using S = shape_of<const DOut&>;
+    constexpr bool fits = [] {
+      if constexpr (O::rank() == 3)
+        return detail::dout_fits_output<static_extent_v<S, 0>, static_extent_v<S, 1>,
+                                        static_extent_v<S, 2>, static_extent_v<O, 0>,
+                                        static_extent_v<O, 1>, static_extent_v<O, 2>>();
+      else
+        return detail::dout_fits_attention_output<static_extent_v<S, 0>, static_extent_v<S, 1>,
+                                                  static_extent_v<S, 2>, static_extent_v<S, 3>,
+                                                  static_extent_v<O, 0>, static_extent_v<O, 1>,
+                                                  static_extent_v<O, 2>, static_extent_v<O, 3>>();
+    }();
+    if constexpr (fits) {
+      const auto s = as_expression(dout).shape();
+      const auto& o = tape.output().shape();
+      static constexpr const char* dout_names[2][4] = {
+          {"the batch of dout", "the length of dout", "the width of dout", ""},
+          {"the batch of dout", "the heads of dout", "the length of dout", "the width of dout"}};
+      static constexpr const char* out_names[2][4] = {
+          {"the batch of the output", "the length of the output (seq_q)", "the width of the output",
+           ""},
+          {"the batch of the output", "the heads of the output", "the length of the output (seq_q)",
+           "the width of the output (d_v)"}};
+      constexpr std::size_t r = O::rank() == 3 ? 0 : 1;
+      for (std::size_t a = 0; a < O::rank(); ++a)
+        detail::check_extents_agree("argus::backward", dout_names[r][a], s.extent(a),
+                                    out_names[r][a], o.extent(a));
+      auto d = detail::contiguous_input(dout);
+      return detail::attention_tape_access::backward(tape, d.view.data(), p);
+    } else {
+      std::terminate();  // not reached: a static_assert has failed
+    }
+  } else {
+    std::terminate();  // not reached: the static_assert above has failed
+  }
+}
+
 }  // namespace argus

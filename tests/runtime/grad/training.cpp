@@ -346,3 +346,82 @@ BOOST_AUTO_TEST_CASE(heads_with_equal_weights_get_bitwise_equal_gradients) {
     check(argus::fused, threads);
   }
 }
+
+// Attention written as expressions: forward_for_training(e, policy) on an attention core
+// (and on merge_heads of one) gives dL/dq, dL/dk, dL/dv typed as the operands. Central
+// finite differences in double through the unfused and the fused backward, with GQA (2 K/V
+// heads for 4 query heads), masks and dropout; the merged form equals the head-major one;
+// q given as split_heads(project(x, w)); a dout of another run-time length throws.
+BOOST_AUTO_TEST_CASE(attention_expressions_have_typed_gradients) {
+  using namespace argus;
+  using q_t = tensor<double, shape<batch<>, head<4>, seq<>, head_dim<3>>>;
+  using kv_t = tensor<double, shape<batch<>, head<2>, seq<>, head_dim<3>>>;
+  const std::size_t nb = 2, sq = 5, skv = 6;
+  q_t q(nb, sq), dout(nb, sq);
+  kv_t k(nb, skv), v(nb, skv);
+  randomize(q), randomize(k), randomize(v), randomize(dout);
+  padding_t pad(nb, skv);
+  pad(1, 4) = 1;
+  auto check = [&](auto policy, auto make) {
+    auto tape = forward_for_training(make(), policy, argus::dropout{0.25, 17});
+    const auto g = backward(tape, dout, policy);
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(g.q)>, q_t>);
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(g.k)>, kv_t>);
+    auto loss = [&] {
+      return dot(forward_for_training(make(), policy, argus::dropout{0.25, 17}).output(), dout);
+    };
+    auto fd = [&](auto& t, const auto& grad, const char* name) {
+      double worst = 0;
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        const double h = 1e-5, keep = t.data()[i];
+        t.data()[i] = keep + h;
+        const double up = loss();
+        t.data()[i] = keep - h;
+        const double down = loss();
+        t.data()[i] = keep;
+        worst = std::max(worst, std::abs((up - down) / (2 * h) - grad.data()[i]) /
+                                    (1 + std::abs(grad.data()[i])));
+      }
+      BOOST_TEST(worst < 1e-7, name << " (" << decltype(policy)::name << "): " << worst);
+    };
+    fd(q, g.q, "dq"), fd(k, g.k, "dk"), fd(v, g.v, "dv");
+  };
+  auto plain = [&] { return attend(softmax(scores(q, k)), v); };
+  auto masked = [&] {
+    return attend(softmax(mask(mask(scores(q, k), causal), ignore_keys(pad))), v);
+  };
+  check(unfused, plain);
+  check(fused, masked);
+
+  // merge_heads(core) with dout in the merged layout gives the same gradients.
+  tensor<double, shape<batch<>, seq<>, model<12>>> dm(nb, sq);
+  for (std::size_t b = 0; b < nb; ++b)
+    for (std::size_t i = 0; i < sq; ++i)
+      for (std::size_t h = 0; h < 4; ++h)
+        for (std::size_t c = 0; c < 3; ++c) dm(b, i, h * 3 + c) = dout(b, h, i, c);
+  const auto gm = backward(forward_for_training(merge_heads(masked()), fused), dm, fused);
+  const auto gh = backward(forward_for_training(masked(), unfused), dout, unfused);
+  BOOST_TEST(max_rel_diff(gm.q, gh.q) < 1e-12);
+  BOOST_TEST(max_rel_diff(gm.k, gh.k) < 1e-12);
+  BOOST_TEST(max_rel_diff(gm.v, gh.v) < 1e-12);
+
+  // q as a sub-expression: its gradient has the split heads' shape.
+  tensor<double, shape<batch<>, seq<>, model<8>>> x(nb, sq);
+  tensor<double, shape<model<8>, model<12>>> w;
+  randomize(x), randomize(w);
+  auto tx =
+      forward_for_training(attend(softmax(scores(split_heads<4>(project(x, w)), k)), v), fused);
+  const auto gx = backward(tx, dout, fused);
+  BOOST_TEST(gx.q.extent(0) == nb);
+  BOOST_TEST(gx.q.extent(2) == sq);
+  for (double e : gx.q) BOOST_TEST_REQUIRE(std::isfinite(e));
+
+  q_t wrong(nb, sq + 1);
+  try {
+    (void)backward(tx, wrong, fused);
+    BOOST_ERROR("a dout of length " << sq + 1 << " was accepted");
+  } catch (const argus::shape_error& e) {
+    BOOST_TEST(std::string(e.what()).find("the length of dout is 6") != std::string::npos,
+               e.what());
+  }
+}

@@ -1,0 +1,18 @@
+// forward_for_training(e, policy): an expression it trains is an attention core,
+// attend(softmax(scores(q, k) [masked]), v), or merge_heads of one; here it is the scores.
+// expect: e is an attention core
+#include <argus/grad/training.hpp>
+#include <argus/tensor/tensor.hpp>
+
+using heads_t = argus::tensor<
+    float, argus::shape<argus::batch<2>, argus::head<4>, argus::seq<8>, argus::head_dim<16>>>;
+
+void train(const heads_t& q, const heads_t& k, const heads_t& v) {
+  (void)argus::forward_for_training(argus::attend(argus::softmax(argus::scores(q, k)), v),
+                                    argus::fused);
+#ifdef ARGUS_EXPECT_COMPILE_ERROR
+  (void)argus::forward_for_training(argus::scores(q, k), argus::fused);  // no softmax, no attend
+#endif
+}
+
+int main() { return 0; }
