@@ -17,6 +17,9 @@
 // attention weights (argus::dropout{rate, seed}) drops the weights kernel/dropout.hpp
 // chooses from (seed, batch item, head, query, key): both evaluators drop the same ones, and
 // the backward pass recomputes them from the seed the tape keeps.
+// The same two calls train attention written as an expression: forward_for_training(e,
+// policy) on attend(softmax([masks](scores(q, k))), v) (or merge_heads of it), and backward
+// returns attention_gradients: dL/dq, dL/dk, dL/dv typed as the operands.
 // docs/explanation/training.md explains the design.
 #pragma once
 
