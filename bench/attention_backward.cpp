@@ -6,6 +6,7 @@
 //   fused     kernel::flash_attention_backward: FlashAttention-2, key tiles own dK/dV, no
 //             (seq_q × seq_kv) buffer
 //   unfused   kernel::attention_backward_unfused: S, P, dP materialised per head, kernel::gemm
+//   eigen     the same steps written with Eigen 3.4 (eigen_attention_backward.hpp)
 // Rows: BM_backward n 512 ... 4096 (h 8), BM_backward_causal n 1024 and 4096, threads 1 and 2.
 // Dropout on the attention weights (kernel/dropout.hpp), rate 0 and 0.1 side by side, n 1024
 // and 4096 on 1 thread: BM_dropout_forward times the forward (flash_attention or
@@ -15,9 +16,10 @@
 // dK = dSᵀQ), 2 flops per multiply-add: 2.5 × bench::core_flops (10·B·h·n_q·n_kv·d),
 // halved for causal; the fused kernel's recomputation of S is counted once, as in
 // FlashAttention-2's own reports. bytes_materialised: the fused kernel's scratch, or the
-// unfused kernel's three (n_q × n_kv) buffers per thread.
+// unfused kernel's three (n_q × n_kv) buffers per thread, or Eigen's two.
 // smoke-filter: BM_backward/(fused|unfused)/n:512/h:8/threads:1
 #include "attention_support.hpp"
+#include "eigen_attention_backward.hpp"
 #include <argus/kernel/attention_backward.hpp>
 #include <argus/kernel/flash_attention.hpp>
 #include <argus/kernel/flash_attention_backward.hpp>
@@ -77,6 +79,22 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   bp.lse = lse.data(), bp.d_o = d_o.data(), bp.d_q = dq.data(), bp.d_k = dk.data(),
   bp.d_v = dv.data();
   const double flops = 2.5 * bench::core_flops(1, h, n, n, d, d, Causal);
+  if (ev == evaluator::eigen) {
+    namespace ep = bench::eigen_peer;
+    const ep::core_dims dims{1, h, h, n, n, d, d};
+    const std::size_t hs = n * d;  // head stride of the (H,N,D) layout
+    bench::timed_loop(state, threads, flops, double(ep::backward_bytes(dims, threads)), [&] {
+      ep::backward(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d},
+                   {v.data(), elems, hs, d}, {d_o.data(), elems, hs, d}, {dq.data(), elems, hs, d},
+                   {dk.data(), elems, hs, d}, {dv.data(), elems, hs, d}, p.scale, Causal, threads);
+    });
+    if (bench::checking()) {
+      std::vector<float> got = dq;
+      kernel::attention_backward_unfused(bp);
+      bench::check_close(state, got.data(), dq.data(), elems);
+    }
+    return;
+  }
   if (ev == evaluator::fused)
     bench::timed_loop(state, threads, flops,
                       double(kernel::flash_attention_backward_bytes(bp, std::size_t(threads))),
@@ -113,16 +131,17 @@ std::vector<std::vector<std::int64_t>> dropout_rows() {
 
 const bool registered = [] {
   using argus::bench::add_rows;
-  const std::vector<evaluator> evs{evaluator::fused, evaluator::unfused};
+  const std::vector<evaluator> evs{evaluator::fused, evaluator::unfused, evaluator::eigen};
+  const std::vector<evaluator> argus_only{evaluator::fused, evaluator::unfused};  // dropout
   argus::bench::add_peak_rows();
   add_rows("BM_backward", backward_row<false>, {"n", "h", "threads"}, rows({512, 1024, 2048, 4096}),
            evs);
   add_rows("BM_backward_causal", backward_row<true>, {"n", "h", "threads"}, rows({1024, 4096}),
            evs);
   add_rows("BM_dropout_forward", backward_row<false, pass::forward, true>,
-           {"n", "h", "threads", "dropout_pct"}, dropout_rows(), evs);
+           {"n", "h", "threads", "dropout_pct"}, dropout_rows(), argus_only);
   add_rows("BM_dropout_backward", backward_row<false, pass::backward, true>,
-           {"n", "h", "threads", "dropout_pct"}, dropout_rows(), evs);
+           {"n", "h", "threads", "dropout_pct"}, dropout_rows(), argus_only);
   return true;
 }();
 
