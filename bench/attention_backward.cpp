@@ -17,9 +17,18 @@
 // halved for causal; the fused kernel's recomputation of S is counted once, as in
 // FlashAttention-2's own reports. bytes_materialised: the fused kernel's scratch, or the
 // unfused kernel's three (n_q × n_kv) buffers per thread, or Eigen's two.
+// BM_forward_backward times the forward (with the log-sum-exp) and the backward together,
+// n 1024 and 4096, 1 thread: flops 3.5 × core_flops (2 forward products, 5 backward).
+// BM_train_memory: one training step of multi_head_attention<512, 8> (forward_for_training
+// + backward, fused, self-attention, batch 1, n 16384, 2 threads, one iteration) against the
+// ideal: input x, weights and biases, output, and the gradients (x_q, x_k, x_v and every
+// parameter): rss_growth_mb, ideal_mb, memory_ratio = growth / ideal (the target is < 2).
+// Run it alone (--benchmark_filter=BM_train_memory): the high-water mark is per process.
 // smoke-filter: BM_backward/(fused|unfused)/n:512/h:8/threads:1
 #include "attention_support.hpp"
 #include "eigen_attention_backward.hpp"
+#include <argus/argus.hpp>
+#include <argus/grad/training.hpp>
 #include <argus/kernel/attention_backward.hpp>
 #include <argus/kernel/flash_attention.hpp>
 #include <argus/kernel/flash_attention_backward.hpp>
@@ -34,7 +43,7 @@ namespace {
 using argus::bench::evaluator;
 using argus::bench::row_args;
 
-enum class pass { forward, backward };
+enum class pass { forward, backward, both };
 
 /// DropoutArg: the row's fourth argument is the dropout rate in percent.
 template <bool Causal, pass Timed = pass::backward, bool DropoutArg = false>
@@ -73,6 +82,40 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
     else
       bench::timed_loop(state, threads, fwd, double(n * n * sizeof(float) * std::size_t(threads)),
                         [&] { kernel::attention_unfused(p); });
+    return;
+  }
+  if constexpr (Timed == pass::both) {
+    bp.lse = lse.data(), bp.d_o = d_o.data(), bp.d_q = dq.data(), bp.d_k = dk.data(),
+    bp.d_v = dv.data();
+    const double both = 3.5 * bench::core_flops(1, h, n, n, d, d, Causal);
+    if (ev == evaluator::eigen) {
+      namespace ep = bench::eigen_peer;
+      const ep::core_dims dims{1, h, h, n, n, d, d};
+      const std::size_t hs = n * d;
+      bench::timed_loop(
+          state, threads, both,
+          double(ep::backward_bytes(dims, threads) + ep::core_bytes(dims, threads)), [&] {
+            ep::core(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d},
+                     {v.data(), elems, hs, d}, {o.data(), elems, hs, d}, p.scale, Causal, threads);
+            ep::backward(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d},
+                         {v.data(), elems, hs, d}, {d_o.data(), elems, hs, d},
+                         {dq.data(), elems, hs, d}, {dk.data(), elems, hs, d},
+                         {dv.data(), elems, hs, d}, p.scale, Causal, threads);
+          });
+    } else if (ev == evaluator::fused) {
+      bench::timed_loop(state, threads, both,
+                        double(kernel::flash_attention_backward_bytes(bp, std::size_t(threads))),
+                        [&] {
+                          kernel::flash_attention(p);
+                          kernel::flash_attention_backward(bp);
+                        });
+    } else {
+      bench::timed_loop(state, threads, both,
+                        double(3 * n * n * sizeof(float) * std::size_t(threads)), [&] {
+                          kernel::attention_unfused(p);
+                          kernel::attention_backward_unfused(bp);
+                        });
+    }
     return;
   }
   kernel::flash_attention(p);
@@ -114,6 +157,47 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   }
 }
 
+/// BM_train_memory: see the header comment.
+void train_memory_row(benchmark::State& state, evaluator, const row_args& a) {
+  using namespace argus;
+  constexpr std::size_t d_model = 512;
+  const std::size_t n = a.seq_q(state);
+  const int threads = a.thread_count(state);
+  bench::start_row(threads);
+  const double before = bench::rss_current_mib();
+  using mha = multi_head_attention<d_model, 8>;
+  mha m;
+  const float s = 1.0f / std::sqrt(float(d_model));
+  bench::fill_random(m.w_q.data(), m.w_q.size(), 11, s);
+  bench::fill_random(m.w_k.data(), m.w_k.size(), 12, s);
+  bench::fill_random(m.w_v.data(), m.w_v.size(), 13, s);
+  bench::fill_random(m.w_o.data(), m.w_o.size(), 14, s);
+  using activation = tensor<float, shape<batch<>, seq<>, model<d_model>>>;
+  activation x(1, n), dout(1, n);  // (B,SEQ,D_MODEL)
+  bench::fill_random(x.data(), x.size(), 1, 1.0f);
+  bench::fill_random(dout.data(), dout.size(), 2, 1.0f);
+  const double flops = 3.5 * bench::core_flops(1, 8, n, n, 64, 64, false);  // the core only
+  double grads = 0;
+  bench::timed_loop(state, threads, flops, 0.0, [&] {
+    auto tape = forward_for_training(m, fused, x);
+    const auto g = backward(tape, dout, fused);
+    benchmark::DoNotOptimize(g.w_q.data());
+    grads = double((g.x_q.size() + g.x_k.size() + g.x_v.size()) * sizeof(float));
+  });
+  const double mib = 1024.0 * 1024.0;
+  const double weights = double((m.w_q.size() + m.w_k.size() + m.w_v.size() + m.w_o.size() +
+                                 m.b_q.size() + m.b_k.size() + m.b_v.size() + m.b_o.size()) *
+                                sizeof(float));
+  // x, dout, weights, the output, and the gradients of x (three) and of every parameter.
+  const double ideal = (double(2 * x.size() * sizeof(float)) + 2 * weights +
+                        double(x.size() * sizeof(float)) + grads) /
+                       mib;
+  const double growth = bench::rss_high_water_mib() - before;
+  state.counters["rss_growth_mb"] = growth;
+  state.counters["ideal_mb"] = ideal;
+  state.counters["memory_ratio"] = growth / ideal;
+}
+
 std::vector<std::vector<std::int64_t>> rows(const std::vector<std::int64_t>& ns) {
   std::vector<std::vector<std::int64_t>> r;
   for (std::int64_t threads : {1, 2})
@@ -138,6 +222,18 @@ const bool registered = [] {
            evs);
   add_rows("BM_backward_causal", backward_row<true>, {"n", "h", "threads"}, rows({1024, 4096}),
            evs);
+  add_rows("BM_forward_backward", backward_row<false, pass::both>, {"n", "h", "threads"},
+           {{1024, 8, 1}, {4096, 8, 1}}, evs);
+  benchmark::RegisterBenchmark(
+      "BM_train_memory/fused",
+      [](benchmark::State& s) {
+        train_memory_row(s, evaluator::fused, row_args::from({"n", "h", "d_model", "threads"}));
+      })
+      ->Args({16384, 8, 512, 2})
+      ->ArgNames({"n", "h", "d_model", "threads"})
+      ->Iterations(1)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   add_rows("BM_dropout_forward", backward_row<false, pass::forward, true>,
            {"n", "h", "threads", "dropout_pct"}, dropout_rows(), argus_only);
   add_rows("BM_dropout_backward", backward_row<false, pass::backward, true>,
