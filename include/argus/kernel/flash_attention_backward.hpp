@@ -17,14 +17,17 @@
 // P = 0 and gets no gradient.
 //
 // Threads. dK_j and dV_j belong to one item, so they need no synchronisation; dQ_i receives
-// a term from every key tile. The (batch item, key tile) columns, each with all its K/V
-// heads, are dealt round-robin to T = min(threads, batch · key tiles) fixed tasks; task 0
-// accumulates into dQ itself and task t > 0 into its own partial dQ, and the partials are
-// added in task order at the end. No atomics; for a fixed thread count the result is the
-// same on every run (the task, not the OS thread, fixes the work), and since a head's task
-// does not depend on the head, heads with equal weights get bitwise equal gradients.
-// Memory beyond the outputs: D (batch · heads · seq_q), (T − 1) partial dQ, and per thread
-// five small tiles.
+// a term from every key tile. When there are enough (batch item, K/V head) pairs for the
+// threads (a multiple of the thread count, or at least four per thread), each pair is one
+// task that runs all its key tiles in order: it alone writes its heads' dQ, so nothing is
+// shared and the result is bitwise the same for every thread count. Otherwise the (batch
+// item, key tile) columns, each with all its K/V heads, are dealt round-robin to
+// T = min(threads, batch · key tiles) fixed tasks; task 0 accumulates into dQ itself and
+// task t > 0 into its own partial dQ, and the partials are added in task order at the end.
+// No atomics either way; for a fixed thread count the result is the same on every run (the
+// task, not the OS thread, fixes the work), and since no task's work depends on the head,
+// heads with equal weights get bitwise equal gradients. Memory beyond the outputs: D
+// (batch · heads · seq_q), per thread five tiles, and on the column path (T − 1) partial dQ.
 #pragma once
 
 #include "argus/kernel/attention_backward.hpp"
@@ -197,17 +200,26 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   }
 }
 
+/// Whether flash_attention_backward gives each (batch item, K/V head) pair a task of its own
+/// (no partial dQ) rather than dealing key-tile columns to the threads.
+inline bool backward_by_pairs(std::size_t pairs, std::size_t threads) noexcept {
+  return pairs >= threads && (pairs % threads == 0 || pairs >= 4 * threads);
+}
+
 }  // namespace detail
 
 /// Bytes flash_attention_backward(bp) allocates beyond its outputs with `threads` threads:
-/// D, the partial dQ of tasks 1 .. T − 1, and the per-thread tiles (kept for reuse).
+/// D, the partial dQ of tasks 1 .. T − 1 (none when each (batch item, K/V head) pair is a
+/// task), and the per-thread tiles (kept for reuse).
 template <class T>
 std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& bp,
                                            std::size_t threads) noexcept {
   const attention_problem<T>& p = bp.f;
   constexpr std::size_t bk = flash_backward_tiles::k_tile, bq = flash_backward_tiles::q_tile;
   const std::size_t columns = p.batch * ((p.seq_kv + bk - 1) / bk);
-  const std::size_t tasks = std::max<std::size_t>(1, std::min(threads, columns));
+  const std::size_t tasks = detail::backward_by_pairs(p.batch * p.kv_heads, threads)
+                                ? 1
+                                : std::max<std::size_t>(1, std::min(threads, columns));
   const std::size_t rows = p.batch * p.heads * p.seq_q;
   return (rows + (tasks - 1) * rows * p.d_k + threads * 5 * bq * bk) * sizeof(T);
 }
@@ -230,11 +242,23 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
   detail::backward_row_dots(bp, row_dots.data());
 
   const std::size_t k_tiles = (p.seq_kv + bk - 1) / bk;
+  const std::size_t threads = num_threads(), pairs = p.batch * p.kv_heads;
+  if (detail::backward_by_pairs(pairs, threads)) {
+    parallel_for(pairs, [&](std::size_t pair, std::size_t) {
+      const std::size_t b = pair / p.kv_heads, g = pair % p.kv_heads;
+      for (std::size_t jt = 0; jt < k_tiles; ++jt) {
+        const std::size_t j0 = jt * bk, nk = std::min(bk, p.seq_kv - j0);
+        detail::backward_item(bp, row_dots.data(), b, g, j0, nk, bp.d_q + b * p.q_batch, p.q_head,
+                              p.q_row);
+      }
+    });
+    return;
+  }
   // A task is a fixed set of (batch item, key tile) columns, each with every K/V head. The
   // task of an item does not depend on its K/V head, so every head's dQ is summed in the
   // same order: heads with equal inputs get bitwise equal gradients.
   const std::size_t columns = p.batch * k_tiles;
-  const std::size_t tasks = std::min(num_threads(), columns);
+  const std::size_t tasks = std::min(threads, columns);
   // Partial dQ of tasks 1 .. tasks − 1: (B,H,SEQ_Q,D_K) each.
   const std::size_t part = p.batch * p.heads * sq * dkw;
   std::vector<T> partial((tasks - 1) * part, T(0));
