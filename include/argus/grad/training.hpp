@@ -153,17 +153,28 @@ void rows_times_transposed(std::size_t rows, std::size_t n, std::size_t k, const
 }
 
 /// The gradient of x·W + b: dW (k × n) = xᵀ dY and db (n) = Σ_rows dY, x (rows × k),
-/// dY (rows × n). db may be null.
+/// dY (rows × n). db may be null. xᵀ is formed 512 rows of x at a time (a (k × 512) buffer,
+/// not a transposed copy of x), each block's product added to dW.
 template <class T>
 void weight_gradient(std::size_t rows, std::size_t k, std::size_t n, const T* x, const T* dy, T* dw,
                      T* db) {
-  aligned_buffer<T> xt(k * rows, uninitialized);  // (K,ROWS)
-  kernel::parallel_for((k + 15) / 16, [&](std::size_t t, std::size_t) {
-    const std::size_t c0 = t * 16, nc = std::min<std::size_t>(16, k - c0);
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < nc; ++c) xt.data()[(c0 + c) * rows + r] = x[r * k + c0 + c];
-  });
-  rows_times(k, n, rows, xt.data(), dy, dw);
+  constexpr std::size_t block = 512;
+  aligned_buffer<T> xt(k * std::min(rows, block), uninitialized);  // (K,BLOCK)
+  if (rows == 0) std::fill(dw, dw + k * n, T(0));
+  for (std::size_t r0 = 0; r0 < rows; r0 += block) {
+    const std::size_t m = std::min(block, rows - r0);
+    kernel::parallel_for((k + 15) / 16, [&](std::size_t t, std::size_t) {
+      const std::size_t c0 = t * 16, nc = std::min<std::size_t>(16, k - c0);
+      for (std::size_t r = 0; r < m; ++r)
+        for (std::size_t c = 0; c < nc; ++c) xt.data()[(c0 + c) * m + r] = x[(r0 + r) * k + c0 + c];
+    });
+    const std::size_t per = rows_per_task(k);
+    kernel::parallel_for((k + per - 1) / per, [&](std::size_t t, std::size_t) {
+      const std::size_t c0 = t * per, mc = std::min(per, k - c0);
+      kernel::gemm_nn<T>(mc, n, m, T(1), xt.data() + c0 * m, m, dy + r0 * n, n, dw + c0 * n, n,
+                         nullptr, r0 > 0);  // dW (+)= x_blockᵀ dY_block
+    });
+  }
   if (db != nullptr) {
     std::fill(db, db + n, T(0));
     for (std::size_t r = 0; r < rows; ++r)
@@ -274,6 +285,7 @@ struct tape_access {
       kernel::flash_attention_backward(bp);
     else
       kernel::attention_backward_unfused(bp);
+    d_a = aligned_buffer<T>();  // freed before the weight gradients' buffers
 
     // Q = x_q·W_q + b_q, K = x_k·W_k + b_k, V = x_v·W_v + b_v
     weight_gradient(rq, M::d_model, hk, t.x_q_.view.data(), d_q.data(), g.w_q.data(),
