@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cassert>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -117,7 +118,7 @@ class attention_dropout {
   static std::uint32_t threshold_of(T rate) noexcept {
     if (!(rate > T(0))) return 0;
     if (rate >= T(1)) return one;
-    return static_cast<std::uint32_t>(double(rate) * double(one) + 0.5);  // <= one
+    return static_cast<std::uint32_t>(std::lround(double(rate) * double(one)));  // <= one
   }
 
   static std::array<std::uint32_t, 4> counter(std::size_t b, std::size_t h, std::size_t i,
