@@ -12,12 +12,14 @@ What `make bench` runs (after building the release preset):
    Benchmark's default minimum time. BM_mha_memory (n = 16384) runs alone, in its own
    process, into bench/results/attention_mha_memory.json, so that its resident-memory
    figures are its own. --repetitions N runs each row N times and reports the median;
-   --filter REGEX runs only the matching rows (and no memory run).
+   --filter REGEX runs only the matching rows (and no memory run); --interleave runs the
+   repetitions of all rows in a random order.
 2. Prints, per matching row (same family and arguments), the time of fused against unfused,
    eigen, and the library peers onednn and torch where the programs have them (BM_core,
    BM_mha; bench/peers/), a peer table, and runs Google Benchmark's own
    /usr/share/benchmark/compare.py in `filters` mode on the same JSON.
-3. Draws docs/img/gflops_vs_n.png, peak_pct_vs_n.png and time_vs_h.png (matplotlib, Agg).
+3. Draws docs/img/gflops_vs_n.png, peak_pct_vs_n.png and time_vs_h.png (matplotlib, Agg), and
+   where the run has a library peer, peers_vs_n.png.
 4. Writes bench/results/summary.md: the tables in Markdown, the issue targets, the compile table.
 5. Unless --no-compile, runs bench/compile/measure.py (compile time of the full MHA program
    with g++-12 and clang++-14), which writes bench/results/compile.json.
@@ -88,7 +90,7 @@ def run_program(exe, out_json, extra, first):
     return rc
 
 
-def run_benchmarks(bench_dir, quick, only, repetitions=1, row_filter=""):
+def run_benchmarks(bench_dir, quick, only, repetitions=1, row_filter="", interleave=False):
     if not os.path.isdir(bench_dir):
         sys.exit("run.py: %s does not exist: build first (cmake --preset release && "
                  "cmake --build --preset release -j2), or set ARGUS_BUILD_DIR" % bench_dir)
@@ -103,6 +105,8 @@ def run_benchmarks(bench_dir, quick, only, repetitions=1, row_filter=""):
     common = ["--benchmark_min_time=0.05"] if quick else []
     if repetitions > 1:
         common += ["--benchmark_repetitions=%d" % repetitions]
+    if interleave:
+        common += ["--benchmark_enable_random_interleaving=true"]
     exclude = MEMORY_FAMILY + ("|" + QUICK_EXCLUDE if quick else "")
     selection = "--benchmark_filter=" + (row_filter if row_filter else "-(%s)" % exclude)
     failures = 0
@@ -159,6 +163,7 @@ def rows_of(data):
             continue
         row = {
             "ms": b["real_time"] * TO_MS[b.get("time_unit", "ns")],
+            "cpu_ms": b["cpu_time"] * TO_MS[b.get("time_unit", "ns")],
             "gflops": b.get("GFLOPS"),
             "peak_pct": b.get("peak_pct"),
             "bytes": b.get("bytes_materialised"),
@@ -240,35 +245,38 @@ def detail_table(table):
 
 def peer_table(table, family):
     """The library peers against fused, for the rows of `family` that have them: time ratios
-    (peer ms ÷ fused ms: above 1, fused is faster), GFLOP/s, and each peer's check against fused."""
+    (peer ÷ fused: above 1, fused is faster) of real time, and on 1 thread also of CPU time (the
+    calling thread's, which on 1 thread is all the work: it leaves out the time other processes
+    took the core, so it is the steadier figure on a shared machine), GFLOP/s, and each peer's
+    check against fused."""
     peers = [p for p in PEERS if any(p in evs for (fam, _), evs in table.items() if fam == family)]
     if not peers:
         return []
-    lines = ["| threads | n | fused ms | %s | GFLOP/s fused · %s | max diff to fused %s |" % (
-                 " | ".join("%s ÷ fused" % p for p in peers), " · ".join(peers), " · ".join(peers)),
-             "|---:|---:|---:|" + "---:|" * len(peers) + "---|---|"]
+    lines = ["| threads | n | fused ms | %s | %s | GFLOP/s fused · %s | max diff to fused %s |" % (
+                 " | ".join("%s ÷ fused" % p for p in peers),
+                 " | ".join("%s ÷ fused, CPU time" % p for p in peers), " · ".join(peers), " · ".join(peers)),
+             "|---:|---:|---:|" + "---:|" * (2 * len(peers)) + "---|---|"]
     for (fam, config), evs in sorted(table.items(), key=sort_key):
         if fam != family or "fused" not in evs or not any(p in evs for p in peers):
             continue
         f = evs["fused"]
-        ratios, rates, diffs = [], [fmt(f["gflops"])], []
+        one_thread = arg(config, "threads") == 1
+        ratios, cpu_ratios, rates, diffs = [], [], [fmt(f["gflops"])], []
         for p in peers:
             r = evs.get(p)
-            if r is None:
-                ratios.append("")
+            if r is None or r["error"] or f["error"]:
+                ratios.append("failed: %s" % r["error"] if r is not None and r["error"] else "")
+                cpu_ratios.append("")
                 rates.append("–")
                 diffs.append("–")
-            elif r["error"]:
-                ratios.append("failed: %s" % r["error"])
-                rates.append("–")
-                diffs.append("–")
-            else:
-                ratios.append(fmt(r["ms"] / f["ms"], "%.2f×") if f["ms"] and not f["error"] else "")
-                rates.append(fmt(r["gflops"]))
-                diffs.append(fmt(r["raw"].get("max_diff"), "%.1e"))
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            arg(config, "threads"), arg(config, "n"), fmt(f["ms"], "%.2f"), " | ".join(ratios), " · ".join(rates),
-            " · ".join(diffs)))
+                continue
+            ratios.append(fmt(r["ms"] / f["ms"], "%.2f×"))
+            cpu_ratios.append(fmt(r["cpu_ms"] / f["cpu_ms"], "%.2f×") if one_thread else "–")
+            rates.append(fmt(r["gflops"]))
+            diffs.append(fmt(r["raw"].get("max_diff"), "%.1e"))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            arg(config, "threads"), arg(config, "n"), fmt(f["ms"], "%.2f"), " | ".join(ratios), " | ".join(cpu_ratios),
+            " · ".join(rates), " · ".join(diffs)))
     return lines if len(lines) > 2 else []
 
 
@@ -467,6 +475,38 @@ def plots(core, mha, peaks):
         plt.close(fig)
         written.append(path)
 
+    # The library peers against fused (and Eigen where the run has it), when the run has a peer.
+    if any(p in present(t) for t in (core, mha) for p in PEERS):
+        fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+        for i, (family, title, table) in enumerate(panels):
+            for j, threads in enumerate((1, 2)):
+                ax = axes[i][j]
+                s = series(table, family, "n", threads, "gflops")
+                xs = sorted({x for v in s.values() for x, _ in v})
+                for e in ("fused", "eigen") + PEERS:
+                    if e in s:
+                        ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
+                if peaks.get(threads):
+                    ax.axhline(peaks[threads], color="grey", ls="--", lw=1)
+                    ax.set_ylim(0, peaks[threads] * 1.08)
+                else:
+                    ax.set_ylim(bottom=0)
+                if xs:
+                    n_axis(ax, xs)
+                ax.set_title("%s, %d thread%s" % (title, threads, "s" if threads > 1 else ""), fontsize=10)
+                ax.grid(alpha=0.3)
+                if j == 0:
+                    ax.set_ylabel("GFLOP/s")
+                if i == 1:
+                    ax.set_xlabel("n = seq_q = seq_kv")
+                ax.legend(fontsize=8, loc="best")
+        fig.suptitle("argus fused against oneDNN and libtorch (higher is better; dashed: the measured FMA peak)")
+        fig.tight_layout()
+        path = os.path.join(IMG, "peers_vs_n.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
     fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
     heads_panels = [("BM_core_heads", "attention core, d_k = 512 / h", core),
                     ("BM_mha_heads", "full MHA, d_model 512", mha)]
@@ -517,6 +557,10 @@ def main():
     ap.add_argument("--report-only", action="store_true", help="do not run: read bench/results/*.json")
     ap.add_argument("--repetitions", type=int, default=1,
                     help="run each row N times (--benchmark_repetitions); the tables use the median")
+    ap.add_argument("--interleave", action="store_true",
+                    help="run the repetitions of all rows in a random order "
+                         "(--benchmark_enable_random_interleaving), so that a disturbance of the "
+                         "machine spreads over every evaluator instead of falling on one")
     ap.add_argument("--filter", default="",
                     help="only the rows matching this regular expression (--benchmark_filter), and no "
                          "separate %s run" % MEMORY_FAMILY)
@@ -531,7 +575,7 @@ def main():
     failures = 0
     if not args.report_only:
         failures = run_benchmarks(bench_dir, args.quick, [s for s in args.only.split(",") if s], args.repetitions,
-                                  args.filter)
+                                  args.filter, args.interleave)
 
     core, mha = load_json("attention_core"), load_json("attention_mha")
     # A run without the memory run (--quick, --filter) must not report an earlier one's figures.
