@@ -6,7 +6,8 @@
 #   make test-gcc | test-clang | test-asan | test-tsan | test-fuzz    one configuration
 #   make test-asan-all   every unit and golden test under ASan+UBSan (long)
 #   make fuzz        the libFuzzer target for FUZZ_SECONDS (default 3600), sanitizers on
-#   make bench       Release build of bench/, then bench/run.py (make bench-quick: under 5 minutes)
+#   make bench       Release build of bench/ with the oneDNN and libtorch peers, then bench/run.py
+#                    (make bench-quick: the short run; BENCH_PEERS=0: without the peers)
 #   make deps        install the missing Debian packages (apt-get; sudo when not root)
 #   make clean       remove build/
 #
@@ -21,15 +22,22 @@ JOBS ?= 2
 DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 libfuzzer-14-dev cmake ninja-build \
         libboost-dev libboost-test-dev libbenchmark-dev libbenchmark-tools libeigen3-dev \
         python3-matplotlib python3-numpy python3-scipy nlohmann-json3-dev libstb-dev
+# The peers bench/ compares with (issue 10), installed by `make bench` only, never by `make deps`
+# or `make test`: oneDNN, libtorch (about 1.5 GB with its dependencies), and OpenBLAS built for
+# OpenMP, so that libtorch's matrix products do not run on the reference BLAS (libblas3, which
+# libtorch's packages accept and which is some ten times slower). Where they cannot be
+# installed, `make bench` says so and runs without their rows.
+BENCH_PEER_DEPS := libdnnl-dev libtorch-dev libopenblas0-openmp
+BENCH_PEERS ?= 1
 
 # One configuration at a time: never let `make -j` run two presets at once.
 .NOTPARALLEL:
-.PHONY: help deps demo test test-gcc test-clang test-asan test-asan-all test-tsan test-fuzz fuzz bench \
+.PHONY: help deps bench-deps demo test test-gcc test-clang test-asan test-asan-all test-tsan test-fuzz fuzz bench \
         bench-quick clean
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '1,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,15p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@if ! command -v dpkg-query >/dev/null; then \
@@ -43,6 +51,22 @@ deps:
 	sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
 	$$sudo apt-get update && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+
+# The same for BENCH_PEER_DEPS; a failure is a message, not an error (bench/ builds without them).
+bench-deps:
+	@if [ "$(BENCH_PEERS)" != 1 ]; then echo "bench-deps: BENCH_PEERS=$(BENCH_PEERS): peers not installed"; exit 0; fi; \
+	if ! command -v dpkg-query >/dev/null; then \
+	  echo "bench-deps: not a Debian system; the peer rows need: $(BENCH_PEER_DEPS)"; exit 0; fi; \
+	missing=""; \
+	for p in $(BENCH_PEER_DEPS); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "bench-deps: all peer packages present"; exit 0; fi; \
+	echo "bench-deps: installing$$missing"; \
+	sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
+	{ $$sudo apt-get update && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; } || \
+	echo "bench-deps: could not install$$missing; bench/ is built without the rows that need them"
 
 demo: deps
 	@test -f examples/00_demo.cpp || { echo "demo: examples/00_demo.cpp does not exist yet"; exit 1; }
@@ -108,8 +132,9 @@ fuzz: deps
 	  build/fuzz/tests/fuzz/corpus/attention_fuzzer tests/fuzz/corpus/attention_fuzzer
 
 # BENCH_ARGS goes to bench/run.py (e.g. BENCH_ARGS=--no-compile); bench-quick is the short run.
-bench: deps
-	cmake --preset release
+# BENCH_PEERS=0 leaves the oneDNN and libtorch peers out (not installed, not built).
+bench: deps bench-deps
+	cmake --preset release -DARGUS_BENCH_PEERS=$(if $(filter 1,$(BENCH_PEERS)),ON,OFF)
 	cmake --build --preset release -j $(JOBS)
 	ARGUS_BUILD_DIR=build/release python3 bench/run.py $(BENCH_ARGS)
 

@@ -6,6 +6,10 @@
 //   fused     evaluate(e, argus::fused, o): one loop nest, no (seq_q × seq_kv) buffer
 //   unfused   evaluate(e, argus::unfused, o): scores, softmax, P·V each materialised
 //   eigen     the Eigen peer (eigen_attention.hpp): per head Q_h·K_hᵀ, softmax, P·V
+//   onednn    oneDNN (peers/onednn_attention.cpp): per head matmul, softmax, matmul primitives
+//   torch     libtorch (peers/torch_attention.cpp): at::_scaled_dot_product_attention
+// (onednn and torch where the program is built with them, in BM_core only, each checked once
+// against fused: attention_support.hpp, peer_loop).
 // Rows (names read BM_core/<evaluator>/n:1024/h:8/threads:1):
 //   BM_core          n = seq_q = seq_kv in 128 ... 8192, h 8, d_k 64
 //   BM_core_causal   causal mask, n 1024 and 4096
@@ -16,7 +20,7 @@
 //   BM_peak_fma      the FMA peak that peak_pct divides by
 // each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
 // (halved for causal).
-// smoke-filter: BM_core/(fused|unfused|eigen)/n:128/h:8/threads:1/
+// smoke-filter: BM_core/(fused|unfused|eigen|onednn|torch)/n:128/h:8/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 
@@ -71,6 +75,19 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
     case evaluator::eigen:
       bench::timed_loop(state, threads, flops, double(peer::core_bytes(dims, threads)), eigen_call);
       break;
+    case evaluator::onednn:
+    case evaluator::torch:
+      if constexpr (G != H || Causal) {
+        state.SkipWithError("the library peers run plain self-attention only (h = kv_h, no mask)");
+      } else {
+        const bench::peers::core_problem p{1,        H,        sq,       skv,     DK,
+                                           q.data(), k.data(), v.data(), o.data()};
+        bench::peer_loop(state, threads, flops,
+                         ev == evaluator::onednn ? bench::peers::onednn_core(p, threads)
+                                                 : bench::peers::torch_core(p, threads),
+                         evaluate(e, fused));
+      }
+      return;
   }
   if (bench::checking()) {
     const auto reference = ev == evaluator::fused ? evaluate(e, unfused) : evaluate(e, fused);
@@ -95,6 +112,7 @@ std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int6
 const bool registered = [] {
   using argus::bench::add_rows;
   argus::bench::add_peak_rows();
+  argus::bench::add_peer_context();
   add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
            cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8));
   add_rows("BM_core_causal", core_row<8, 8, 64, true>, {"n", "h", "threads"},
@@ -116,6 +134,10 @@ const bool registered = [] {
   add_rows("BM_core_heads", core_row<8, 8, 64, false>, heads_names, cross_product({1024}, 8, {64}));
   add_rows("BM_core_heads", core_row<16, 16, 32, false>, heads_names,
            cross_product({1024}, 16, {32}));
+  // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
+  add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
+           cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8),
+           argus::bench::peer_evaluators());
   return true;
 }();
 

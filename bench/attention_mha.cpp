@@ -7,6 +7,12 @@
 //             attention core as one loop nest writing the merged heads, then W_o
 //   unfused   evaluate(y, argus::unfused, out): every step materialised
 //   eigen     the Eigen peer with the same weights (eigen_attention.hpp)
+//   onednn    oneDNN with the same weights (peers/onednn_attention.cpp): matmul primitives
+//             for the projections, per head matmul, softmax, matmul
+//   torch     libtorch's torch::nn::MultiheadAttention loaded with the same weights
+//             (peers/torch_attention.cpp)
+// (onednn and torch where the program is built with them, in BM_mha only, each checked once
+// against fused: attention_support.hpp, peer_loop).
 // Rows (names read BM_mha/<evaluator>/n:1024/h:8/d_model:512/threads:1):
 //   BM_mha          self-attention, n = 128 ... 8192, h 8, d_model 512 (d_k 64)
 //   BM_mha_heads    h 1, 2, 4, 8, 16 at d_model 512, n 1024
@@ -39,7 +45,7 @@
 //   unfused_bytes_materialised  explain(y, unfused).materialised_bytes(), not run (8 GiB)
 // It runs for one iteration; run it alone (--benchmark_filter=BM_mha_memory), as
 // bench/run.py does, so that nothing else shares the process.
-// smoke-filter: BM_mha/(fused|unfused|eigen)/n:128/h:8/d_model:512/threads:1/
+// smoke-filter: BM_mha/(fused|unfused|eigen|onednn|torch)/n:128/h:8/d_model:512/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 
@@ -140,6 +146,36 @@ void mha_row(benchmark::State& state, evaluator ev, const row_args& a) {
                                         keys.data(), out.data(), Causal, threads);
                         });
       break;
+    case evaluator::onednn:
+    case evaluator::torch:
+      // The peers take the default module only: kv_h = h, d_k = d_v = d_model / h, biases.
+      if constexpr (Causal || O.kv_heads != 0 || O.d_k != 0 || O.d_v != 0 || O.kdim != 0 ||
+                    O.vdim != 0 || !O.bias) {
+        state.SkipWithError("the library peers run the default module without a mask only");
+      } else {
+        const auto& m = f.mha;
+        const bench::peers::mha_problem p{.batch = 1,
+                                          .seq_q = sq,
+                                          .seq_kv = skv,
+                                          .d_model = DModel,
+                                          .heads = H,
+                                          .x_q = queries.data(),
+                                          .x_kv = keys.data(),
+                                          .w_q = m.w_q.data(),
+                                          .w_k = m.w_k.data(),
+                                          .w_v = m.w_v.data(),
+                                          .w_o = m.w_o.data(),
+                                          .b_q = m.b_q.data(),
+                                          .b_k = m.b_k.data(),
+                                          .b_v = m.b_v.data(),
+                                          .b_o = m.b_o.data(),
+                                          .out = out.data()};
+        bench::peer_loop(state, threads, flops,
+                         ev == evaluator::onednn ? bench::peers::onednn_mha(p, threads)
+                                                 : bench::peers::torch_mha(p, threads),
+                         evaluate(y, fused));
+      }
+      return;
   }
   if (bench::checking()) {
     const auto reference = ev == evaluator::fused ? evaluate(y, unfused) : evaluate(y, fused);
@@ -260,6 +296,7 @@ const bool registered = [] {
   using argus::bench::add_rows;
   using argus::mha_options;
   argus::bench::add_peak_rows();
+  argus::bench::add_peer_context();
   const std::vector<std::string> names{"n", "h", "d_model", "threads"};
   add_rows("BM_mha", mha_row<512, 8, mha_options{}, false>, names,
            rows_over({{128, 8, 512},
@@ -295,6 +332,16 @@ const bool registered = [] {
   add_rows("BM_mha_decode", mha_row<512, 8, mha_options{}, false>,
            {"n_kv", "h", "d_model", "threads"},
            rows_over({{1024, 8, 512}, {4096, 8, 512}, {8192, 8, 512}}));
+  // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
+  add_rows("BM_mha", mha_row<512, 8, mha_options{}, false>, names,
+           rows_over({{128, 8, 512},
+                      {256, 8, 512},
+                      {512, 8, 512},
+                      {1024, 8, 512},
+                      {2048, 8, 512},
+                      {4096, 8, 512},
+                      {8192, 8, 512}}),
+           argus::bench::peer_evaluators());
   const std::pair<const char*, mha_part> parts[] = {{"project_heads", mha_part::project_heads},
                                                     {"project", mha_part::project},
                                                     {"core", mha_part::core},

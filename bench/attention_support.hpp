@@ -1,5 +1,10 @@
 // bench/attention_support.hpp -- benchmark support shared by bench/attention_core.cpp and
-// bench/attention_mha.cpp: the three evaluators, row registration, and the counters.
+// bench/attention_mha.cpp: the evaluators, row registration, and the counters.
+//
+// Evaluators: argus's fused and unfused policies, the Eigen peer (eigen_attention.hpp), and
+// where the program was built with them, the oneDNN and libtorch peers (peers/peers.hpp).
+// A oneDNN or libtorch row first checks its output once against argus's fused output
+// (peer_loop below), so that a wrong peer cannot report a flattering time.
 //
 // Counters on every row:
 //   GFLOPS              flops per call as a rate over real time (Counter::kIsRate, with
@@ -8,7 +13,8 @@
 //                       measured once per process and thread count (peak_fma.hpp) and is
 //                       also printed as the row BM_peak_fma/threads:N.
 //   bytes_materialised  argus: explain(expr, policy).materialised_bytes(); eigen: the bytes
-//                       of the matrices the Eigen peer allocates (eigen_attention.hpp).
+//                       of the matrices the Eigen peer allocates (eigen_attention.hpp);
+//                       onednn, torch: see peers/onednn_attention.cpp, torch_attention.cpp.
 //   peak_rss_mb         the resident-set high-water mark of the process (VmHWM, which is
 //                       what getrusage's ru_maxrss reports), in MiB. It is a per-process
 //                       figure; to make it mean something per row, every row first returns
@@ -31,6 +37,7 @@
 #include "argus/kernel/parallel.hpp"
 #include "eigen_attention.hpp"
 #include "peak_fma.hpp"
+#include "peers/peers.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -52,13 +59,57 @@
 
 namespace argus::bench {
 
-/// Who evaluates a row: argus's two policies, or the Eigen peer.
-enum class evaluator { fused, unfused, eigen };
+/// Who evaluates a row: argus's two policies, the Eigen peer, or a library peer.
+enum class evaluator { fused, unfused, eigen, onednn, torch };
 inline constexpr evaluator all_evaluators[] = {evaluator::fused, evaluator::unfused,
                                                evaluator::eigen};
 
 inline const char* evaluator_name(evaluator e) {
-  return e == evaluator::fused ? "fused" : e == evaluator::unfused ? "unfused" : "eigen";
+  switch (e) {
+    case evaluator::fused:
+      return "fused";
+    case evaluator::unfused:
+      return "unfused";
+    case evaluator::eigen:
+      return "eigen";
+    case evaluator::onednn:
+      return "onednn";
+    case evaluator::torch:
+      return "torch";
+  }
+  return "?";
+}
+
+/// The library peers this program was built with (none, one or both of onednn, torch).
+inline std::vector<evaluator> peer_evaluators() {
+  std::vector<evaluator> v;
+#if ARGUS_BENCH_HAVE_ONEDNN
+  v.push_back(evaluator::onednn);
+#endif
+#if ARGUS_BENCH_HAVE_TORCH
+  v.push_back(evaluator::torch);
+#endif
+  return v;
+}
+
+/// Records in the run's context (the console header, and "context" in the JSON) which
+/// library peers this program has, and why any other is missing.
+inline void add_peer_context() {
+  std::string built, missing;
+  for (evaluator e : peer_evaluators())
+    built += std::string(built.empty() ? "" : " ") + evaluator_name(e);
+#if !ARGUS_BENCH_HAVE_ONEDNN
+  missing +=
+      "onednn: oneDNN not found when bench/ was configured (apt-get install libdnnl-dev, "
+      "then configure with -DARGUS_BENCH_PEERS=ON, as the release preset does). ";
+#endif
+#if !ARGUS_BENCH_HAVE_TORCH
+  missing +=
+      "torch: libtorch not found when bench/ was configured (apt-get install "
+      "libtorch-dev, then configure with -DARGUS_BENCH_PEERS=ON). ";
+#endif
+  benchmark::AddCustomContext("argus_peers", built.empty() ? "none" : built);
+  if (!missing.empty()) benchmark::AddCustomContext("argus_peers_missing", missing);
 }
 
 // --- the FMA peak ----------------------------------------------------------------------------
@@ -234,11 +285,45 @@ inline bool checking() {
   return v != nullptr && v[0] == '1';
 }
 
-inline void check_close(benchmark::State& state, const float* a, const float* b, std::size_t n) {
+/// The largest |a - b| / (1 + |b|) over n values (NaN-aware: a NaN makes it NaN).
+inline double worst_difference(const float* a, const float* b, std::size_t n) {
   double worst = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    worst = std::max(worst, std::abs(double(a[i]) - double(b[i])) / (1.0 + std::abs(double(b[i]))));
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = std::abs(double(a[i]) - double(b[i])) / (1.0 + std::abs(double(b[i])));
+    if (!(d <= worst)) worst = d;
+  }
+  return worst;
+}
+
+inline void check_close(benchmark::State& state, const float* a, const float* b, std::size_t n) {
+  const double worst = worst_difference(a, b, n);
   if (!(worst <= 1e-3)) state.SkipWithError(("outputs differ: " + std::to_string(worst)).c_str());
+}
+
+/// A oneDNN or libtorch row: the prepared call runs once, its output is compared with argus's
+/// fused output `reference` (a tensor, moved in) -- the counter max_diff is the largest
+/// |peer - fused| / (1 + |fused|), and past 1e-3 the row fails (SkipWithError) instead of
+/// reporting a time -- then `reference` is freed, the resident high-water mark restarts (from
+/// the inputs and the peer's own buffers), and the call is timed as every other row. The
+/// label says how the peer was set up (library version, threads, BLAS).
+template <class Tensor>
+void peer_loop(benchmark::State& state, int threads, double flops, peers::peer_call call,
+               Tensor reference) {
+  if (!call.run) {
+    state.SkipWithError("this peer is not built into the program");
+    return;
+  }
+  call.run();
+  const double worst = worst_difference(call.output(), reference.data(), reference.size());
+  if (!(worst <= 1e-3)) {
+    state.SkipWithError(("output differs from argus fused: " + std::to_string(worst)).c_str());
+    return;
+  }
+  { const Tensor released = std::move(reference); }
+  reset_rss_high_water();
+  state.SetLabel(call.description);
+  timed_loop(state, threads, flops, call.bytes_materialised, call.run);
+  state.counters["max_diff"] = worst;
 }
 
 }  // namespace argus::bench

@@ -7,14 +7,19 @@ What `make bench` runs (after building the release preset):
 
 1. Runs every bench_<stem> program in $ARGUS_BUILD_DIR/bench (default build/release/bench)
    with --benchmark_out=bench/results/<stem>.json --benchmark_out_format=json, one at a time.
-   --quick adds --benchmark_min_time=0.05 and drops the unfused and Eigen rows at n >= 4096
-   (the whole quick run takes a few minutes); the full run keeps Google Benchmark's default
-   minimum time. BM_mha_memory (n = 16384) always runs alone, in its own process, into
-   bench/results/attention_mha_memory.json, so that its resident-memory figures are its own.
-2. Prints, per matching row (same family and arguments), the time of fused against unfused
-   and of fused against eigen, and runs Google Benchmark's own
+   --quick adds --benchmark_min_time=0.05 and drops every row at n >= 4096 and the memory run
+   below (QUICK_EXCLUDE; `make bench-quick` takes under 5 minutes); the full run keeps Google
+   Benchmark's default minimum time. BM_mha_memory (n = 16384) runs alone, in its own
+   process, into bench/results/attention_mha_memory.json, so that its resident-memory
+   figures are its own. --repetitions N runs each row N times and reports the median;
+   --filter REGEX runs only the matching rows (and no memory run); --interleave runs the
+   repetitions of all rows in a random order.
+2. Prints, per matching row (same family and arguments), the time of fused against unfused,
+   eigen, and the library peers onednn and torch where the programs have them (BM_core,
+   BM_mha; bench/peers/), a peer table, and runs Google Benchmark's own
    /usr/share/benchmark/compare.py in `filters` mode on the same JSON.
-3. Draws docs/img/gflops_vs_n.png, peak_pct_vs_n.png and time_vs_h.png (matplotlib, Agg).
+3. Draws docs/img/gflops_vs_n.png, peak_pct_vs_n.png and time_vs_h.png (matplotlib, Agg), and
+   where the run has a library peer, peers_vs_n.png.
 4. Writes bench/results/summary.md: the tables in Markdown, the issue targets, the compile table.
 5. Unless --no-compile, runs bench/compile/measure.py (compile time of the full MHA program
    with g++-12 and clang++-14), which writes bench/results/compile.json.
@@ -35,8 +40,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 IMG = os.path.join(ROOT, "docs", "img")
 COMPARE_PY = "/usr/share/benchmark/compare.py"
-EVALUATORS = ("fused", "unfused", "eigen")
-QUICK_EXCLUDE = r"(unfused|eigen)/n:(4096|8192)/"
+EVALUATORS = ("fused", "unfused", "eigen", "onednn", "torch")
+PEERS = ("onednn", "torch")  # the library peers (bench/peers/); absent where not built
+# --quick leaves out every row at n >= 4096 (and the kernel rows of that size) and the
+# n = 16384 memory run: under 5 minutes for `make bench-quick` on the 2-vCPU Zen 1 machine
+# of docs/performance.md, peers included.
+QUICK_EXCLUDE = r"/n:(4096|8192)/|flash_attention/(4096|8192)/"
 MEMORY_FAMILY = "BM_mha_memory"
 
 
@@ -81,7 +90,7 @@ def run_program(exe, out_json, extra, first):
     return rc
 
 
-def run_benchmarks(bench_dir, quick, only):
+def run_benchmarks(bench_dir, quick, only, repetitions=1, row_filter="", interleave=False):
     if not os.path.isdir(bench_dir):
         sys.exit("run.py: %s does not exist: build first (cmake --preset release && "
                  "cmake --build --preset release -j2), or set ARGUS_BUILD_DIR" % bench_dir)
@@ -94,15 +103,19 @@ def run_benchmarks(bench_dir, quick, only):
         sys.exit("run.py: no bench_* programs in %s" % bench_dir)
     os.makedirs(RESULTS, exist_ok=True)
     common = ["--benchmark_min_time=0.05"] if quick else []
+    if repetitions > 1:
+        common += ["--benchmark_repetitions=%d" % repetitions]
+    if interleave:
+        common += ["--benchmark_enable_random_interleaving=true"]
     exclude = MEMORY_FAMILY + ("|" + QUICK_EXCLUDE if quick else "")
+    selection = "--benchmark_filter=" + (row_filter if row_filter else "-(%s)" % exclude)
     failures = 0
     for i, p in enumerate(programs):
         stem = p[len("bench_"):]
         exe = os.path.join(bench_dir, p)
-        rc = run_program(exe, os.path.join(RESULTS, stem + ".json"), common + ["--benchmark_filter=-(%s)" % exclude],
-                         i == 0)
+        rc = run_program(exe, os.path.join(RESULTS, stem + ".json"), common + [selection], i == 0)
         failures += rc != 0
-        if stem == "attention_mha":
+        if stem == "attention_mha" and not row_filter and not quick:
             rc = run_program(exe, os.path.join(RESULTS, stem + "_memory.json"), ["--benchmark_filter=" + MEMORY_FAMILY],
                              False)
             failures += rc != 0
@@ -111,7 +124,7 @@ def run_benchmarks(bench_dir, quick, only):
 
 # --- reading ---------------------------------------------------------------------------------
 
-NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused|unfused|eigen)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
+NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused|unfused|eigen|onednn|torch)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -123,22 +136,40 @@ def load_json(stem):
         return json.load(f)
 
 
+def results(data):
+    """(name, benchmark) for each row of a run: the row itself, or with --repetitions the
+    median of its repetitions (Google Benchmark's `median` aggregate, counters included),
+    named as the row (without the _median suffix)."""
+    benchmarks = (data or {}).get("benchmarks", [])
+    medians = {b["run_name"]: b for b in benchmarks
+               if b.get("run_type") == "aggregate" and b.get("aggregate_name") == "median"}
+    seen = set()
+    for b in benchmarks:
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        name = b.get("run_name", b["name"])
+        if name in seen:  # a later repetition of the same row
+            continue
+        seen.add(name)
+        yield name, medians.get(name, b)
+
+
 def rows_of(data):
     """{(family, config): {evaluator: row}} for the rows named BM_<family>/<evaluator>/<args>."""
     table = {}
-    for b in (data or {}).get("benchmarks", []):
-        if b.get("run_type", "iteration") != "iteration":
-            continue
-        m = NAME.match(b["name"])
+    for name, b in results(data):
+        m = NAME.match(name)
         if not m:
             continue
         row = {
             "ms": b["real_time"] * TO_MS[b.get("time_unit", "ns")],
+            "cpu_ms": b["cpu_time"] * TO_MS[b.get("time_unit", "ns")],
             "gflops": b.get("GFLOPS"),
             "peak_pct": b.get("peak_pct"),
             "bytes": b.get("bytes_materialised"),
             "rss": b.get("peak_rss_mb"),
             "error": b.get("error_message") if b.get("error_occurred") else None,
+            "label": b.get("label"),
             "raw": b,
         }
         table.setdefault((m.group("family"), m.group("config")), {})[m.group("ev")] = row
@@ -147,8 +178,8 @@ def rows_of(data):
 
 def peaks_of(data):
     out = {}
-    for b in (data or {}).get("benchmarks", []):
-        m = re.match(r"^BM_peak_fma/threads:(\d+)", b["name"])
+    for name, b in results(data):
+        m = re.match(r"^BM_peak_fma/threads:(\d+)", name)
         if m:
             out[int(m.group(1))] = b.get("GFLOPS")
     return out
@@ -187,21 +218,77 @@ def ratio_table(table, other):
     return lines
 
 
+def present(table):
+    """The evaluators with at least one row in `table`, in EVALUATORS order."""
+    have = {e for evs in table.values() for e in evs}
+    return [e for e in EVALUATORS if e in have]
+
+
 def detail_table(table):
-    head = ("| benchmark | arguments | GFLOP/s fused / unfused / eigen | % of peak fused / unfused / eigen "
-            "| MiB materialised fused / unfused / eigen | peak RSS MiB fused / unfused / eigen |")
+    evs_order = present(table)
+    names = " / ".join(evs_order)
+    head = ("| benchmark | arguments | GFLOP/s %s | %% of peak %s | MiB materialised %s | peak RSS MiB %s |"
+            % (names, names, names, names))
     lines = [head, "|---|---|---|---|---|---|"]
     for (family, config), evs in sorted(table.items(), key=sort_key):
         if family == MEMORY_FAMILY:
             continue
 
-        def three(key, f):
-            return " / ".join(f(evs[e][key]) if e in evs and evs[e][key] is not None else "–" for e in EVALUATORS)
+        def cells(key, f):
+            return " / ".join(f(evs[e][key]) if e in evs and evs[e][key] is not None else "–" for e in evs_order)
 
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            family, config, three("gflops", lambda x: "%.1f" % x), three("peak_pct", lambda x: "%.1f" % x),
-            three("bytes", mib), three("rss", lambda x: "%.0f" % x)))
+            family, config, cells("gflops", lambda x: "%.1f" % x), cells("peak_pct", lambda x: "%.1f" % x),
+            cells("bytes", mib), cells("rss", lambda x: "%.0f" % x)))
     return lines
+
+
+def peer_table(table, family):
+    """The library peers against fused, for the rows of `family` that have them: time ratios
+    (peer ÷ fused: above 1, fused is faster) of real time, and on 1 thread also of CPU time (the
+    calling thread's, which on 1 thread is all the work: it leaves out the time other processes
+    took the core, so it is the steadier figure on a shared machine), GFLOP/s, and each peer's
+    check against fused."""
+    peers = [p for p in PEERS if any(p in evs for (fam, _), evs in table.items() if fam == family)]
+    if not peers:
+        return []
+    lines = ["| threads | n | fused ms | %s | %s | GFLOP/s fused · %s | max diff to fused %s |" % (
+                 " | ".join("%s ÷ fused" % p for p in peers),
+                 " | ".join("%s ÷ fused, CPU time" % p for p in peers), " · ".join(peers), " · ".join(peers)),
+             "|---:|---:|---:|" + "---:|" * (2 * len(peers)) + "---|---|"]
+    for (fam, config), evs in sorted(table.items(), key=sort_key):
+        if fam != family or "fused" not in evs or not any(p in evs for p in peers):
+            continue
+        f = evs["fused"]
+        one_thread = arg(config, "threads") == 1
+        ratios, cpu_ratios, rates, diffs = [], [], [fmt(f["gflops"])], []
+        for p in peers:
+            r = evs.get(p)
+            if r is None or r["error"] or f["error"]:
+                ratios.append("failed: %s" % r["error"] if r is not None and r["error"] else "")
+                cpu_ratios.append("")
+                rates.append("–")
+                diffs.append("–")
+                continue
+            ratios.append(fmt(r["ms"] / f["ms"], "%.2f×"))
+            cpu_ratios.append(fmt(r["cpu_ms"] / f["cpu_ms"], "%.2f×") if one_thread else "–")
+            rates.append(fmt(r["gflops"]))
+            diffs.append(fmt(r["raw"].get("max_diff"), "%.1e"))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            arg(config, "threads"), arg(config, "n"), fmt(f["ms"], "%.2f"), " | ".join(ratios), " | ".join(cpu_ratios),
+            " · ".join(rates), " · ".join(diffs)))
+    return lines if len(lines) > 2 else []
+
+
+def peer_labels(table):
+    """How each peer was set up (its rows' label: library version, threads, BLAS), once per label."""
+    out = []
+    for (_, _), evs in sorted(table.items(), key=sort_key):
+        for p in PEERS:
+            label = evs.get(p, {}).get("label")
+            if label and "%s: %s" % (p, label) not in out:
+                out.append("%s: %s" % (p, label))
+    return out
 
 
 def memory_table(data):
@@ -220,8 +307,8 @@ def memory_table(data):
 def parts_table(data):
     """BM_mha_parts: the fused forward against the sum of its parts, per (n, threads)."""
     parts = {}
-    for b in (data or {}).get("benchmarks", []):
-        m = re.match(r"^BM_mha_parts/(project_heads|project|core_strided|core|forward)/(.*?)(/real_time)?$", b["name"])
+    for name, b in results(data):
+        m = re.match(r"^BM_mha_parts/(project_heads|project|core_strided|core|forward)/(.*?)(/real_time)?$", name)
         if m:
             parts.setdefault(m.group(2), {})[m.group(1)] = b["real_time"] * TO_MS[b.get("time_unit", "ns")]
     lines = ["| arguments | 3 head-major projections ms | output projection ms | core ms | sum ms | forward ms | "
@@ -239,7 +326,7 @@ def parts_table(data):
 
 
 def targets(core, mha, memory):
-    """The issue-3 targets, each with the figures it rests on."""
+    """The issue-3 targets and the issue-10 peer targets, each with the figures it rests on."""
     out = []
 
     def check(label, table, family, ns, threads, minimum):
@@ -260,6 +347,24 @@ def targets(core, mha, memory):
     check("core fused >= 70% of peak, 1 thread, n 1024-8192", core, "BM_core", (1024, 2048, 4096, 8192), 1, 70)
     check("core fused >= 65% of peak, 2 threads, n 1024-8192", core, "BM_core", (1024, 2048, 4096, 8192), 2, 65)
     check("MHA fused >= 70% of peak, 1 thread, n >= 1024", mha, "BM_mha", (1024, 2048, 4096, 8192), 1, 70)
+    def check_peer(peer, ns, minimum):
+        """fused at least `minimum` times faster than `peer` (time ratio) on the full MHA."""
+        vals = []
+        for (fam, c), evs in sorted(mha.items(), key=sort_key):
+            if fam == "BM_mha" and arg(c, "n") in ns and "fused" in evs and peer in evs and \
+                    not evs["fused"]["error"] and not evs[peer]["error"]:
+                vals.append((arg(c, "n"), arg(c, "threads"), evs[peer]["ms"] / evs["fused"]["ms"]))
+        label = "MHA fused >= %.1f× %s, n %s" % (minimum, peer, "/".join(str(n) for n in ns))
+        if not vals:
+            out.append("- %s: not measured in this run" % label)
+            return
+        ok = all(v >= minimum for _, _, v in vals)
+        out.append("- %s: **%s** (%s)" % (label, "met" if ok else "not met", ", ".join(
+            "n %d, %d thread%s: %.2f×" % (n, t, "s" if t > 1 else "", v) for n, t, v in vals)))
+
+    check_peer("onednn", (1024,), 1.1)
+    check_peer("onednn", (4096, 8192), 1.3)
+    check_peer("torch", (1024, 2048, 4096, 8192), 2.0)
     mem = [b for b in (memory or {}).get("benchmarks", []) if b["name"].startswith(MEMORY_FAMILY + "/fused")]
     if mem:
         r = mem[0].get("memory_ratio", float("nan"))
@@ -295,7 +400,8 @@ def run_compare_py(stem, baseline, contender):
 # --- plots -----------------------------------------------------------------------------------
 
 STYLE = {"fused": dict(color="C0", marker="o"), "unfused": dict(color="C1", marker="s"),
-         "eigen": dict(color="C2", marker="^")}
+         "eigen": dict(color="C2", marker="^"), "onednn": dict(color="C3", marker="D", ls="--"),
+         "torch": dict(color="C4", marker="v", ls="--")}
 
 
 def series(table, family, x_arg, threads, key):
@@ -369,6 +475,38 @@ def plots(core, mha, peaks):
         plt.close(fig)
         written.append(path)
 
+    # The library peers against fused (and Eigen where the run has it), when the run has a peer.
+    if any(p in present(t) for t in (core, mha) for p in PEERS):
+        fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+        for i, (family, title, table) in enumerate(panels):
+            for j, threads in enumerate((1, 2)):
+                ax = axes[i][j]
+                s = series(table, family, "n", threads, "gflops")
+                xs = sorted({x for v in s.values() for x, _ in v})
+                for e in ("fused", "eigen") + PEERS:
+                    if e in s:
+                        ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
+                if peaks.get(threads):
+                    ax.axhline(peaks[threads], color="grey", ls="--", lw=1)
+                    ax.set_ylim(0, peaks[threads] * 1.08)
+                else:
+                    ax.set_ylim(bottom=0)
+                if xs:
+                    n_axis(ax, xs)
+                ax.set_title("%s, %d thread%s" % (title, threads, "s" if threads > 1 else ""), fontsize=10)
+                ax.grid(alpha=0.3)
+                if j == 0:
+                    ax.set_ylabel("GFLOP/s")
+                if i == 1:
+                    ax.set_xlabel("n = seq_q = seq_kv")
+                ax.legend(fontsize=8, loc="best")
+        fig.suptitle("argus fused against oneDNN and libtorch (higher is better; dashed: the measured FMA peak)")
+        fig.tight_layout()
+        path = os.path.join(IMG, "peers_vs_n.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
     fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
     heads_panels = [("BM_core_heads", "attention core, d_k = 512 / h", core),
                     ("BM_mha_heads", "full MHA, d_model 512", mha)]
@@ -413,10 +551,19 @@ def machine():
 def main():
     reexec_with_system_python()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="short minimum time; no unfused/eigen rows at n >= 4096")
+    ap.add_argument("--quick", action="store_true", help="short minimum time; fewer rows at large n (QUICK_EXCLUDE)")
     ap.add_argument("--no-compile", action="store_true", help="skip bench/compile/measure.py")
     ap.add_argument("--only", default="", help="comma-separated stems to run (e.g. attention_core,attention_mha)")
     ap.add_argument("--report-only", action="store_true", help="do not run: read bench/results/*.json")
+    ap.add_argument("--repetitions", type=int, default=1,
+                    help="run each row N times (--benchmark_repetitions); the tables use the median")
+    ap.add_argument("--interleave", action="store_true",
+                    help="run the repetitions of all rows in a random order "
+                         "(--benchmark_enable_random_interleaving), so that a disturbance of the "
+                         "machine spreads over every evaluator instead of falling on one")
+    ap.add_argument("--filter", default="",
+                    help="only the rows matching this regular expression (--benchmark_filter), and no "
+                         "separate %s run" % MEMORY_FAMILY)
     args = ap.parse_args()
     t0 = time.monotonic()
     build = os.environ.get("ARGUS_BUILD_DIR", "build/release")
@@ -427,10 +574,12 @@ def main():
 
     failures = 0
     if not args.report_only:
-        failures = run_benchmarks(bench_dir, args.quick, [s for s in args.only.split(",") if s])
+        failures = run_benchmarks(bench_dir, args.quick, [s for s in args.only.split(",") if s], args.repetitions,
+                                  args.filter, args.interleave)
 
     core, mha = load_json("attention_core"), load_json("attention_mha")
-    memory = load_json("attention_mha_memory")
+    # A run without the memory run (--quick, --filter) must not report an earlier one's figures.
+    memory = None if not args.report_only and (args.quick or args.filter) else load_json("attention_mha_memory")
     core_rows, mha_rows = rows_of(core), rows_of(mha)
     peaks = peaks_of(core) or peaks_of(mha)
     errors = [(k, e, r["error"]) for t in (core_rows, mha_rows) for k, evs in t.items() for e, r in evs.items()
@@ -459,7 +608,33 @@ def main():
         t2 = ratio_table(table, "eigen")
         print("\n".join(t2))
         md += ["## " + title, "", "### Fused against unfused", ""] + t1 + ["", "### Fused against Eigen", ""] + t2
+        for peer in PEERS:
+            if peer in present(table):
+                tp = ratio_table(table, peer)
+                print("\n== %s: fused against %s ==" % (title, peer))
+                print("\n".join(tp))
+                md += ["", "### Fused against %s" % peer, ""] + tp
         md += ["", "### Rates, memory", ""] + detail_table(table) + [""]
+    peer_md = []
+    for title, family, table in (("attention core", "BM_core", core_rows), ("full MHA", "BM_mha", mha_rows)):
+        t = peer_table(table, family)
+        if t:
+            print("\n== The library peers against fused: %s (%s) ==" % (title, family))
+            print("\n".join(t))
+            peer_md += ["### %s (%s)" % (title, family), ""] + t + [""]
+    labels = peer_labels(core_rows) + peer_labels(mha_rows)
+    for ctx in (core, mha):
+        missing = (ctx or {}).get("context", {}).get("argus_peers_missing")
+        if missing:
+            print("\nrun.py: %s" % missing)
+            peer_md += ["Not in this run: %s" % missing, ""]
+            break
+    if peer_md:
+        md += ["## The library peers (bench/peers/)", "",
+               "Time ratios: peer ms ÷ fused ms (above 1: fused is faster). Max diff: the largest "
+               "|peer − fused| / (1 + |fused|) over the output, checked once per row.", ""] + peer_md
+        if labels:
+            md += ["How the peers ran (their rows' labels):", ""] + ["- " + l for l in labels] + [""]
     pt = parts_table(mha)
     if pt:
         print("\n== Where the fused forward's time goes (BM_mha_parts) ==")
@@ -479,9 +654,10 @@ def main():
         for k, e, msg in errors:
             print("  %s/%s/%s: %s" % (k[0], e, k[1], msg))
 
-    for stem in ("attention_core", "attention_mha"):
-        run_compare_py(stem, "unfused", "fused")
-        run_compare_py(stem, "eigen", "fused")
+    for stem, table in (("attention_core", core_rows), ("attention_mha", mha_rows)):
+        for baseline in ("unfused", "eigen") + PEERS:
+            if baseline in present(table):
+                run_compare_py(stem, baseline, "fused")
 
     for p in plots(core_rows, mha_rows, peaks):
         print("run.py: wrote", os.path.relpath(p, ROOT))

@@ -1,0 +1,127 @@
+// bench/peers/peers.hpp -- benchmark support: the libraries people use for attention on the
+// CPU, as peers of argus's evaluators: oneDNN (onednn_attention.cpp) and libtorch
+// (torch_attention.cpp).
+//
+// Each peer lives in its own translation unit, built only where the library is found
+// (bench/CMakeLists.txt), so that neither library's headers nor its compile flags reach
+// the other benchmark TUs. This header is their whole interface: plain pointers and
+// extents, no argus, no oneDNN, no libtorch. A peer that is built defines
+// ARGUS_BENCH_HAVE_ONEDNN or ARGUS_BENCH_HAVE_TORCH (as 1) in the programs that use it;
+// where it is not, its functions below return an empty peer_call and its rows are not
+// registered (attention_support.hpp: peer_evaluators()). oneDNN is linked; libtorch is loaded
+// at run time (peer_functions below says why).
+//
+// Layouts, the same as the argus rows hand them over:
+//   core: q (batch, heads, seq_q, d_k), k and v (batch, heads, seq_kv, d_k), o like q, all
+//         contiguous (row-major); o = softmax(q·kᵀ / √d_k)·v, head by head.
+//   MHA:  x_q (batch, seq_q, d_model), x_kv (batch, seq_kv, d_model), out like x_q; the
+//         weights x-times-W as argus stores them: w_q, w_k, w_v (d_model, d_model) = (in,
+//         heads·d_k), w_o (heads·d_k, d_model), biases (d_model); d_k = d_model / heads.
+#pragma once
+
+#if ARGUS_BENCH_HAVE_TORCH
+#include <dlfcn.h>
+#endif
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace argus::bench::peers {
+
+/// One attention call, prepared outside the timed loop: primitives built, weights loaded,
+/// memory allocated, the thread count set. run() is the timed forward; output() is where its
+/// result lies afterwards (the caller's `o`/`out`, or the peer's own tensor). Empty (no run)
+/// when the peer is not built, with the reason in `description` where there is one.
+struct peer_call {
+  std::function<void()> run;
+  std::function<const float*()> output;
+  /// The buffers the peer allocates besides its inputs and its output, in bytes (what
+  /// argus's explain(...).materialised_bytes() counts): see each peer's file.
+  double bytes_materialised = 0;
+  /// How the peer was set up, in words (threads, BLAS, algorithm), for the report.
+  std::string description;
+  std::shared_ptr<void> state;  // owns whatever run() uses
+};
+
+struct core_problem {
+  std::size_t batch, heads, seq_q, seq_kv, d_k;
+  const float *q, *k, *v;
+  float* o;
+};
+
+struct mha_problem {
+  std::size_t batch, seq_q, seq_kv, d_model, heads;
+  const float *x_q, *x_kv;  // x_kv == x_q for self-attention
+  const float *w_q, *w_k, *w_v, *w_o;
+  const float *b_q, *b_k, *b_v, *b_o;
+  float* out;
+};
+
+#if ARGUS_BENCH_HAVE_ONEDNN
+/// oneDNN: per (batch, head) a matmul primitive for the scores (the 1/√d_k scale as its
+/// output-scale attribute), a softmax primitive in place, a matmul for P·V.
+peer_call onednn_core(const core_problem& p, int threads);
+/// oneDNN: the four projections as matmul primitives with bias, then the core as above on
+/// the heads' columns of Q, K and V, writing the heads' columns of the concatenation.
+peer_call onednn_mha(const mha_problem& p, int threads);
+#else
+inline peer_call onednn_core(const core_problem&, int) { return {}; }
+inline peer_call onednn_mha(const mha_problem&, int) { return {}; }
+#endif
+
+/// The libtorch peer's entry points. It is built as a module (libargus_bench_torch.so) that a
+/// program loads (dlopen) when a torch row first runs, not linked: loading libtorch makes some
+/// 150 MiB resident (its operator registry), which would otherwise count in the peak RSS of
+/// every row of the program. The programs register the peer rows last, so that only they run
+/// with libtorch loaded.
+struct peer_functions {
+  peer_call (*core)(const core_problem&, int threads);
+  peer_call (*mha)(const mha_problem&, int threads);
+};
+
+#if ARGUS_BENCH_HAVE_TORCH
+namespace detail {
+/// The module's functions, loaded once; null, with the reason in `error`, when it fails to load.
+inline const peer_functions* torch_module(std::string& error) {
+  static std::string reason;
+  static const peer_functions* functions = []() -> const peer_functions* {
+    void* module = dlopen(ARGUS_BENCH_TORCH_MODULE, RTLD_NOW | RTLD_LOCAL);
+    if (module == nullptr) {
+      reason = dlerror();
+      return nullptr;
+    }
+    auto* get =
+        reinterpret_cast<void (*)(peer_functions*)>(dlsym(module, "argus_bench_torch_functions"));
+    if (get == nullptr) {
+      reason = dlerror();
+      return nullptr;
+    }
+    static peer_functions f{};
+    get(&f);
+    return &f;
+  }();
+  error = reason;
+  return functions;
+}
+}  // namespace detail
+
+/// libtorch: at::_scaled_dot_product_attention (1.13's scaled-dot-product attention).
+inline peer_call torch_core(const core_problem& p, int threads) {
+  peer_call none;
+  const peer_functions* f = detail::torch_module(none.description);
+  return f ? f->core(p, threads) : none;
+}
+/// libtorch: torch::nn::MultiheadAttention::forward(x, x, x), need_weights = false.
+inline peer_call torch_mha(const mha_problem& p, int threads) {
+  peer_call none;
+  const peer_functions* f = detail::torch_module(none.description);
+  return f ? f->mha(p, threads) : none;
+}
+#else
+inline peer_call torch_core(const core_problem&, int) { return {}; }
+inline peer_call torch_mha(const mha_problem&, int) { return {}; }
+#endif
+
+}  // namespace argus::bench::peers

@@ -1,0 +1,215 @@
+// bench/peers/torch_attention.cpp -- benchmark support: the libtorch peer of argus's attention
+// (peers.hpp has the interface). Built as a module that the benchmark programs load when a
+// torch row first runs (peers.hpp: peer_functions).
+//
+// libtorch's C++ API as a user writes inference with it: torch::NoGradGuard, the module in
+// eval() mode, torch::set_num_threads(threads) once per row, inputs wrapped without a copy
+// (torch::from_blob over the caller's buffers).
+//
+//   core  at::_scaled_dot_product_attention(q, k, v) on (batch, heads, seq, d_k) tensors: the
+//         scaled-dot-product attention libtorch 1.13 ships (public as
+//         torch::nn::functional::scaled_dot_product_attention only from 2.0); need_attn_weights
+//         false, no mask, no dropout. Its result is a new tensor, which output() returns.
+//   MHA   torch::nn::MultiheadAttention(d_model, heads), bias on, loaded with argus's weights
+//         (in_proj_weight = [W_qᵀ; W_kᵀ; W_vᵀ], in_proj_bias = [b_q; b_k; b_v],
+//         out_proj = (W_oᵀ, b_o)), forward(x, x, x, {}, need_weights = false): the same
+//         tensor as query, key and value for self-attention, which lets libtorch project Q, K
+//         and V with one matmul. The C++ module has no batch_first: x (batch, seq, d_model) is
+//         passed as its (seq, batch, d_model) transpose, a view (no copy at batch 1).
+//
+// bytes_materialised: the high-water mark of the bytes libtorch holds through its CPU
+// allocator during one call (a counting allocator installed with c10::SetCPUAllocator
+// forwards to the default one), less the result tensor: the same thing argus's
+// materialised_bytes() counts. Allocations that bypass that allocator (BLAS workspaces) are
+// not counted.
+//
+// CPU matrix products in Debian's libtorch go to the system BLAS (libblas.so.3, chosen by
+// update-alternatives); with the reference BLAS (package libblas3) they are some ten times
+// slower than with OpenBLAS. The row's label names the library in use, and `make bench`
+// installs libopenblas0-openmp (OpenMP, the threading libtorch uses).
+#include "peers.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/ops/_scaled_dot_product_attention.h>
+#include <algorithm>
+#include <atomic>
+#include <c10/core/CPUAllocator.h>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <memory>
+#include <string>
+#include <torch/nn/modules/activation.h>
+#include <torch/utils.h>
+#include <torch/version.h>
+
+namespace argus::bench::peers {
+
+namespace {
+
+/// Counts the bytes allocated through it and their high-water mark; forwards to `base`.
+class counting_allocator final : public c10::Allocator {
+ public:
+  explicit counting_allocator(c10::Allocator* base) : base_(base) {}
+
+  c10::DataPtr allocate(std::size_t n) const override {
+    c10::DataPtr inner = base_->allocate(n);
+    void* data = inner.get();
+    auto* record = new allocation{std::move(inner), n, this};
+    const std::int64_t now = live_ += std::int64_t(n);
+    for (std::int64_t p = peak_.load(); now > p && !peak_.compare_exchange_weak(p, now);) {
+    }
+    return {data, record, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  /// Starts a new high-water mark at the bytes live now; returns them.
+  std::int64_t restart() {
+    peak_ = live_.load();
+    return peak_;
+  }
+  std::int64_t peak() const { return peak_; }
+
+ private:
+  struct allocation {
+    c10::DataPtr inner;
+    std::size_t bytes;
+    const counting_allocator* owner;
+  };
+  static void release(void* p) {
+    auto* record = static_cast<allocation*>(p);
+    record->owner->live_ -= std::int64_t(record->bytes);
+    delete record;  // frees `inner` through the base allocator
+  }
+
+  c10::Allocator* base_;
+  mutable std::atomic<std::int64_t> live_{0}, peak_{0};
+};
+
+counting_allocator& allocator() {
+  static counting_allocator* a = [] {
+    auto* c = new counting_allocator(c10::GetDefaultCPUAllocator());  // lives as long as torch
+    c10::SetCPUAllocator(c, /*priority=*/1);
+    return c;
+  }();
+  return *a;
+}
+
+/// The BLAS library libtorch's matrix products resolve to, by the directory Debian's
+/// alternatives keep it in ("openblas-openmp", "blis-pthread", ...; "blas" is the reference).
+std::string blas_words() {
+  // sgemm_, the Fortran BLAS entry point libtorch calls, names the library it comes from.
+  void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info info{};
+  if (sgemm == nullptr || dladdr(sgemm, &info) == 0 || info.dli_fname == nullptr)
+    return "BLAS unknown";
+  std::string path = info.dli_fname;
+  if (char* r = realpath(path.c_str(), nullptr)) {
+    path = r;
+    free(r);
+  }
+  const auto slash = path.rfind('/');
+  const auto dir = path.rfind('/', slash == 0 ? 0 : slash - 1);
+  const std::string name = slash == std::string::npos || dir == std::string::npos
+                               ? path
+                               : path.substr(dir + 1, slash - dir - 1);
+  return "BLAS " + name + (name == "blas" ? " (the reference BLAS: slow)" : "");
+}
+
+std::string setup_words(int threads) {
+  torch::set_num_threads(threads);
+  return "libtorch " + std::to_string(TORCH_VERSION_MAJOR) + "." +
+         std::to_string(TORCH_VERSION_MINOR) + ", set_num_threads(" +
+         std::to_string(at::get_num_threads()) + "), " + blas_words();
+}
+
+at::Tensor wrap(const float* p, at::IntArrayRef sizes) {
+  return torch::from_blob(const_cast<float*>(p), sizes, torch::kFloat32);  // read only
+}
+
+/// bytes_materialised: runs `run` once and returns the allocator's high-water mark over the
+/// bytes live before it, less the result's bytes.
+template <class Run>
+double measure_bytes(Run&& run, std::size_t result_bytes) {
+  const std::int64_t before = allocator().restart();
+  run();
+  return double(
+      std::max<std::int64_t>(allocator().peak() - before - std::int64_t(result_bytes), 0));
+}
+
+peer_call core(const core_problem& p, int threads) {
+  struct state {
+    at::Tensor q, k, v, o;
+  };
+  (void)allocator();
+  torch::NoGradGuard no_grad;
+  auto st = std::make_shared<state>();
+  const auto b = int64_t(p.batch), h = int64_t(p.heads), d = int64_t(p.d_k);
+  st->q = wrap(p.q, {b, h, int64_t(p.seq_q), d});
+  st->k = wrap(p.k, {b, h, int64_t(p.seq_kv), d});
+  st->v = wrap(p.v, {b, h, int64_t(p.seq_kv), d});
+  peer_call call;
+  call.description = setup_words(threads) + ", _scaled_dot_product_attention";
+  call.run = [s = st.get()] {
+    torch::NoGradGuard no_grad;
+    s->o.reset();  // the previous result, freed before the call as a user's loop would
+    s->o = std::get<0>(at::_scaled_dot_product_attention(s->q, s->k, s->v, {}, 0.0, false, false));
+  };
+  call.bytes_materialised = measure_bytes(call.run, p.batch * p.heads * p.seq_q * p.d_k * 4);
+  call.output = [s = st.get()] {
+    s->o = s->o.contiguous();
+    return static_cast<const float*>(s->o.data_ptr<float>());
+  };
+  call.state = st;
+  return call;
+}
+
+peer_call mha(const mha_problem& p, int threads) {
+  struct state {
+    torch::nn::MultiheadAttention mha{nullptr};
+    at::Tensor x_q, x_kv, out, out_batch_major;
+    bool self = false;
+  };
+  (void)allocator();
+  torch::NoGradGuard no_grad;
+  auto st = std::make_shared<state>();
+  const auto dm = int64_t(p.d_model), b = int64_t(p.batch);
+  st->mha =
+      torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(dm, int64_t(p.heads)));
+  st->mha->eval();
+  // argus stores x·W (in, out); torch's Linear stores W (out, in).
+  const auto t = [dm](const float* w) { return wrap(w, {dm, dm}).t(); };
+  st->mha->in_proj_weight.copy_(torch::cat({t(p.w_q), t(p.w_k), t(p.w_v)}, 0));
+  st->mha->in_proj_bias.copy_(
+      torch::cat({wrap(p.b_q, {dm}), wrap(p.b_k, {dm}), wrap(p.b_v, {dm})}));
+  st->mha->out_proj->weight.copy_(t(p.w_o));
+  st->mha->out_proj->bias.copy_(wrap(p.b_o, {dm}));
+  st->self = p.x_kv == p.x_q;
+  st->x_q = wrap(p.x_q, {b, int64_t(p.seq_q), dm}).transpose(0, 1);  // (SEQ_Q,B,D_MODEL) view
+  st->x_kv = st->self ? st->x_q : wrap(p.x_kv, {b, int64_t(p.seq_kv), dm}).transpose(0, 1);
+  peer_call call;
+  call.description = setup_words(threads) + ", nn::MultiheadAttention";
+  call.run = [s = st.get()] {
+    torch::NoGradGuard no_grad;
+    s->out.reset();
+    s->out = std::get<0>(s->mha->forward(s->x_q, s->x_kv, s->x_kv, {}, /*need_weights=*/false));
+  };
+  call.bytes_materialised = measure_bytes(call.run, p.batch * p.seq_q * p.d_model * 4);
+  call.output = [s = st.get()] {
+    s->out_batch_major = s->out.transpose(0, 1).contiguous();  // (B,SEQ_Q,D_MODEL)
+    return static_cast<const float*>(s->out_batch_major.data_ptr<float>());
+  };
+  call.state = st;
+  return call;
+}
+
+}  // namespace
+}  // namespace argus::bench::peers
+
+/// The module's one exported symbol: the programs find the entry points through it (peers.hpp).
+extern "C" __attribute__((visibility("default"))) void argus_bench_torch_functions(
+    argus::bench::peers::peer_functions* f) {
+  f->core = &argus::bench::peers::core;
+  f->mha = &argus::bench::peers::mha;
+}
