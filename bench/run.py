@@ -47,6 +47,7 @@ PEERS = ("onednn", "torch")  # the library peers (bench/peers/); absent where no
 # of docs/performance.md, peers included.
 QUICK_EXCLUDE = r"/n:(4096|8192)/|flash_attention/(4096|8192)/"
 MEMORY_FAMILY = "BM_mha_memory"
+TRAIN_MEMORY = "BM_train_memory"  # bench_attention_backward: one training step at n 16384, alone
 
 
 def reexec_with_system_python():
@@ -107,7 +108,7 @@ def run_benchmarks(bench_dir, quick, only, repetitions=1, row_filter="", interle
         common += ["--benchmark_repetitions=%d" % repetitions]
     if interleave:
         common += ["--benchmark_enable_random_interleaving=true"]
-    exclude = MEMORY_FAMILY + ("|" + QUICK_EXCLUDE if quick else "")
+    exclude = MEMORY_FAMILY + "|" + TRAIN_MEMORY + ("|" + QUICK_EXCLUDE if quick else "")
     selection = "--benchmark_filter=" + (row_filter if row_filter else "-(%s)" % exclude)
     failures = 0
     for i, p in enumerate(programs):
@@ -119,7 +120,45 @@ def run_benchmarks(bench_dir, quick, only, repetitions=1, row_filter="", interle
             rc = run_program(exe, os.path.join(RESULTS, stem + "_memory.json"), ["--benchmark_filter=" + MEMORY_FAMILY],
                              False)
             failures += rc != 0
+        if stem == "attention_backward" and not row_filter and not quick:
+            rc = run_program(exe, os.path.join(RESULTS, stem + "_memory.json"), ["--benchmark_filter=" + TRAIN_MEMORY],
+                             False)
+            failures += rc != 0
     return failures
+
+
+def backward_report(backward, train_memory):
+    """Markdown lines: the backward's ratio tables, dropout's cost and the training memory."""
+    table = rows_of(backward)
+    out = []
+    if not table:
+        return out
+    grad = {k: v for k, v in table.items() if k[0] in ("BM_backward", "BM_backward_causal", "BM_forward_backward")}
+    for other in ("unfused", "eigen"):
+        t = ratio_table(grad, other)
+        if len(t) > 2:
+            out += ["### Backward: fused against %s" % other, ""] + t + [""]
+    drop = []
+    for (family, config), evs in sorted(table.items()):
+        if not family.startswith("BM_dropout_") or not config.endswith("dropout_pct:10"):
+            continue
+        base = table.get((family, config[: -len("10")] + "0"), {})
+        for ev in ("fused", "unfused"):
+            if ev in evs and ev in base and base[ev]["ms"]:
+                drop.append("| %s | %s | %s | %.1f | %.1f | %.2f |" % (
+                    family, ev, config.replace("/dropout_pct:10", ""), base[ev]["ms"], evs[ev]["ms"],
+                    evs[ev]["ms"] / base[ev]["ms"]))
+    if drop:
+        out += ["### Dropout's cost (rate 10 % against 0, same run)", "",
+                "| family | evaluator | config | rate 0 ms | rate 0.1 ms | ratio |", "|---|---|---|---:|---:|---:|"] + drop + [""]
+    for b in (train_memory or {}).get("benchmarks", []):
+        if b["name"].startswith(TRAIN_MEMORY):
+            out += ["### One training step at n = 16384 (%s)" % TRAIN_MEMORY, "",
+                    "RSS growth %.0f MiB against %.0f MiB of inputs, weights, output and gradients: "
+                    "ratio **%.2f** (target < 2); %.0f ms." % (b.get("rss_growth_mb", 0), b.get("ideal_mb", 0),
+                                                                b.get("memory_ratio", 0),
+                                                                b["real_time"] * TO_MS[b.get("time_unit", "ns")]), ""]
+    return out
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -645,6 +684,13 @@ def main():
         print("\n== Memory at n = 16384 (bench_attention_mha --benchmark_filter=%s) ==" % MEMORY_FAMILY)
         print("\n".join(t))
         md += ["## Memory at n = 16384", ""] + t + [""]
+    bw = backward_report(load_json("attention_backward"),
+                         None if not args.report_only and (args.quick or args.filter)
+                         else load_json("attention_backward_memory"))
+    if bw:
+        print("\n== The backward pass (bench_attention_backward) ==")
+        print("\n".join(bw))
+        md += ["## The backward pass (bench_attention_backward)", ""] + bw
     tg = targets(core_rows, mha_rows, memory)
     print("\n== Targets ==")
     print("\n".join(tg))

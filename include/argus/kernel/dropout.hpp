@@ -114,6 +114,38 @@ class attention_dropout {
     for_each_factor(b, h, i, j0, n, [&](std::size_t k, T x) { f[k] = x; });
   }
 
+  /// A score tile laid out by key (tile[k · ld + r], the fused forward's layout): for rows
+  /// r < rows, of query head head[r] and query query[r] in batch item b, and keys j0 + k,
+  /// k < n, tile[k · ld + r] *= factor. u32_width rows share one Philox call per eight keys
+  /// (their counters in SIMD lanes), so each key's factors come out as one vector of rows.
+  void apply_tile(std::size_t b, const std::size_t* head, const std::size_t* query,
+                  std::size_t rows, std::size_t j0, std::size_t n, T* tile,
+                  std::size_t ld) const noexcept {
+    constexpr std::size_t lanes = u32_width;
+    const std::uint32_t t = threshold_;
+    const T keep = keep_;
+    for (std::size_t r0 = 0; r0 < rows; r0 += lanes) {
+      const std::size_t m = rows - r0 < lanes ? rows - r0 : lanes;
+      u32_lanes query_lanes{}, head_lanes{};
+      for (std::size_t l = 0; l < lanes; ++l) {  // lanes past the rows repeat the last one
+        const std::size_t r = r0 + (l < m ? l : m - 1);
+        query_lanes[l] = static_cast<std::uint32_t>(query[r]);
+        head_lanes[l] = static_cast<std::uint32_t>(head[r]);
+      }
+      for (std::size_t k = 0; k < n;) {
+        const std::size_t j = j0 + k, block = j / 8;
+        u32_lanes c[4] = {u32_lanes{} + static_cast<std::uint32_t>(block), query_lanes, head_lanes,
+                          u32_lanes{} + static_cast<std::uint32_t>(b)};
+        detail::philox4x32_10_lanes(c, key_);
+        for (std::size_t e = j % 8; e < 8 && k < n; ++e, ++k) {
+          const u32_lanes draw = e % 2 == 0 ? (c[e / 2] & 0xffffu) : (c[e / 2] >> 16);
+          T* row = tile + k * ld + r0;
+          for (std::size_t l = 0; l < m; ++l) row[l] *= draw[l] >= t ? keep : T(0);
+        }
+      }
+    }
+  }
+
  private:
   static std::uint32_t threshold_of(T rate) noexcept {
     if (!(rate > T(0))) return 0;

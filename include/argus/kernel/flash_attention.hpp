@@ -450,8 +450,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
       if (mask_tile(it, s, j0, n, any_key_ignored)) tile_maximum(it.scores, n, s.lanes(), it.top);
       softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
-        for (std::size_t r = 0; r < s.rows; ++r)
-          drop.apply(it.b, s.head[r], s.query[r], j0, n, it.scores + r, flash_blocking<T>::q_tile);
+        drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);
       value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
       if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
     }

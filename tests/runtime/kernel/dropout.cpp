@@ -282,6 +282,28 @@ BOOST_AUTO_TEST_CASE(factors_at_any_offset_agree_with_single_decisions) {
     }
 }
 
+// The tile form (the fused forward's layout: by key, rows side by side) against single
+// decisions, for row counts around the SIMD width and unaligned key ranges.
+BOOST_AUTO_TEST_CASE(tile_form_agrees_with_single_decisions) {
+  const attention_dropout<float> drop(0.45f, 99);
+  for (std::size_t rows : {1, 3, 8, 9, 17})
+    for (std::size_t j0 : {0, 5, 64})
+      for (std::size_t n : {1, 7, 8, 13, 40}) {
+        const std::size_t ld = 24;
+        std::vector<std::size_t> head(rows), query(rows);
+        for (std::size_t r = 0; r < rows; ++r) head[r] = r % 3, query[r] = 100 + 7 * r;
+        std::vector<float> tile(n * ld, 3.0f);
+        drop.apply_tile(2, head.data(), query.data(), rows, j0, n, tile.data(), ld);
+        for (std::size_t k = 0; k < n; ++k)
+          for (std::size_t r = 0; r < ld; ++r) {
+            const float want = r >= rows                                  ? 3.0f
+                               : drop.keeps(2, head[r], query[r], j0 + k) ? 3.0f * drop.keep_scale()
+                                                                          : 0.0f;
+            BOOST_TEST_REQUIRE(tile[k * ld + r] == want);
+          }
+      }
+}
+
 using scalar_types = std::tuple<float, double>;
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(both_evaluators_drop_the_reference_weights, T, scalar_types) {
