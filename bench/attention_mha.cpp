@@ -12,7 +12,8 @@
 //   torch     libtorch's torch::nn::MultiheadAttention loaded with the same weights
 //             (peers/torch_attention.cpp)
 // (onednn and torch where the program is built with them, in BM_mha only, each checked once
-// against fused: attention_support.hpp, peer_loop).
+// against fused). BM_mha is registered through argus/bench/register.hpp's register_module,
+// the header users register their own modules with; the other families through add_rows.
 // Rows (names read BM_mha/<evaluator>/n:1024/h:8/d_model:512/threads:1):
 //   BM_mha          self-attention, n = 128 ... 8192, h 8, d_model 512 (d_k 64)
 //   BM_mha_heads    h 1, 2, 4, 8, 16 at d_model 512, n 1024
@@ -147,34 +148,8 @@ void mha_row(benchmark::State& state, evaluator ev, const row_args& a) {
                         });
       break;
     case evaluator::onednn:
-    case evaluator::torch:
-      // The peers take the default module only: kv_h = h, d_k = d_v = d_model / h, biases.
-      if constexpr (Causal || O.kv_heads != 0 || O.d_k != 0 || O.d_v != 0 || O.kdim != 0 ||
-                    O.vdim != 0 || !O.bias) {
-        state.SkipWithError("the library peers run the default module without a mask only");
-      } else {
-        const auto& m = f.mha;
-        const bench::peers::mha_problem p{.batch = 1,
-                                          .seq_q = sq,
-                                          .seq_kv = skv,
-                                          .d_model = DModel,
-                                          .heads = H,
-                                          .x_q = queries.data(),
-                                          .x_kv = keys.data(),
-                                          .w_q = m.w_q.data(),
-                                          .w_k = m.w_k.data(),
-                                          .w_v = m.w_v.data(),
-                                          .w_o = m.w_o.data(),
-                                          .b_q = m.b_q.data(),
-                                          .b_k = m.b_k.data(),
-                                          .b_v = m.b_v.data(),
-                                          .b_o = m.b_o.data(),
-                                          .out = out.data()};
-        bench::peer_loop(state, threads, flops,
-                         ev == evaluator::onednn ? bench::peers::onednn_mha(p, threads)
-                                                 : bench::peers::torch_mha(p, threads),
-                         evaluate(y, fused));
-      }
+    case evaluator::torch:  // BM_mha's peer rows come from register_module (below)
+      state.SkipWithError("the library peers are registered through register_module");
       return;
   }
   if (bench::checking()) {
@@ -298,14 +273,15 @@ const bool registered = [] {
   argus::bench::add_peak_rows();
   argus::bench::add_peer_context();
   const std::vector<std::string> names{"n", "h", "d_model", "threads"};
-  add_rows("BM_mha", mha_row<512, 8, mha_options{}, false>, names,
-           rows_over({{128, 8, 512},
-                      {256, 8, 512},
-                      {512, 8, 512},
-                      {1024, 8, 512},
-                      {2048, 8, 512},
-                      {4096, 8, 512},
-                      {8192, 8, 512}}));
+  // BM_mha through the public registration (argus/bench/register.hpp), as a user would
+  // register their own module: fused, unfused, then eigen; the library peers last, below.
+  using bm_mha_module = argus::multi_head_attention<512, 8>;
+  const std::vector<std::int64_t> bm_mha_seq{128, 256, 512, 1024, 2048, 4096, 8192};
+  argus::bench::register_module<bm_mha_module>("BM_mha",
+                                               {.seq = bm_mha_seq,
+                                                .threads = {1, 2},
+                                                .others = {argus::bench::eigen_evaluator()},
+                                                .check = argus::bench::checking()});
   add_rows("BM_mha_heads", mha_row<512, 1, mha_options{}, false>, names,
            rows_over({{1024, 1, 512}}));
   add_rows("BM_mha_heads", mha_row<512, 2, mha_options{}, false>, names,
@@ -332,16 +308,6 @@ const bool registered = [] {
   add_rows("BM_mha_decode", mha_row<512, 8, mha_options{}, false>,
            {"n_kv", "h", "d_model", "threads"},
            rows_over({{1024, 8, 512}, {4096, 8, 512}, {8192, 8, 512}}));
-  // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
-  add_rows("BM_mha", mha_row<512, 8, mha_options{}, false>, names,
-           rows_over({{128, 8, 512},
-                      {256, 8, 512},
-                      {512, 8, 512},
-                      {1024, 8, 512},
-                      {2048, 8, 512},
-                      {4096, 8, 512},
-                      {8192, 8, 512}}),
-           argus::bench::peer_evaluators());
   const std::pair<const char*, mha_part> parts[] = {{"project_heads", mha_part::project_heads},
                                                     {"project", mha_part::project},
                                                     {"core", mha_part::core},
@@ -374,6 +340,13 @@ const bool registered = [] {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
+  // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
+  argus::bench::register_module<bm_mha_module>("BM_mha",
+                                               {.seq = bm_mha_seq,
+                                                .threads = {1, 2},
+                                                .fused = false,
+                                                .unfused = false,
+                                                .others = argus::bench::library_peer_evaluators()});
   return true;
 }();
 

@@ -1,5 +1,6 @@
 // bench/attention_support.hpp -- benchmark support shared by bench/attention_core.cpp and
-// bench/attention_mha.cpp: the evaluators, row registration, and the counters.
+// bench/attention_mha.cpp: the evaluators and row registration. The counters and the timed
+// loop are argus/bench/register.hpp's, which users' own benchmarks get too.
 //
 // Evaluators: argus's fused and unfused policies, the Eigen peer (eigen_attention.hpp), and
 // where the program was built with them, the oneDNN and libtorch peers (peers/peers.hpp).
@@ -10,7 +11,7 @@
 //   GFLOPS              flops per call as a rate over real time (Counter::kIsRate, with
 //                       kIsIterationInvariant: the flop count of one call times iterations).
 //   peak_pct            GFLOPS / the FMA peak of the same thread count, × 100. The peak is
-//                       measured once per process and thread count (peak_fma.hpp) and is
+//                       measured once per process and thread count (argus/bench/peak.hpp) and is
 //                       also printed as the row BM_peak_fma/threads:N.
 //   bytes_materialised  argus: explain(expr, policy).materialised_bytes(); eigen: the bytes
 //                       of the matrices the Eigen peer allocates (eigen_attention.hpp);
@@ -34,26 +35,18 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
+#include "argus/bench/register.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "eigen_attention.hpp"
-#include "peak_fma.hpp"
 #include "peers/peers.hpp"
 
 #include <benchmark/benchmark.h>
 
-#include <sys/resource.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <map>
-#include <random>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -114,76 +107,12 @@ inline void add_peer_context() {
 
 // --- the FMA peak ----------------------------------------------------------------------------
 
-/// The measured peak of `threads` threads, in GFLOP/s; measured once per process.
-inline double peak_gflops(int threads) {
-  static std::map<int, double> cache;
-  auto it = cache.find(threads);
-  if (it == cache.end()) it = cache.emplace(threads, measure_peak_gflops(threads)).first;
-  return it->second;
-}
-
 /// BM_peak_fma/threads:N: the peak that peak_pct divides by (GFLOPS), as measured.
 inline void peak_fma_row(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(peak_gflops(threads));
   state.counters["GFLOPS"] = peak_gflops(threads);
   state.counters["peak_pct"] = 100.0;
-}
-
-// --- memory ------------------------------------------------------------------------------------
-
-/// A field of /proc/self/status in kB (VmHWM, VmRSS), or -1.
-inline long status_kib(const std::string& key) {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);)
-    if (line.compare(0, key.size() + 1, key + ":") == 0)
-      return std::atol(line.c_str() + key.size() + 1);
-  return -1;
-}
-
-/// Resets the process's resident high-water mark to the current resident size, after
-/// handing the allocator's free memory back to the system (glibc keeps freed blocks below its
-/// mmap threshold, up to 32 MiB each, which would otherwise count in every later row).
-inline bool reset_rss_high_water() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-  std::ofstream f("/proc/self/clear_refs");
-  f << "5";
-  f.flush();
-  return bool(f);
-}
-
-/// The resident high-water mark in MiB (VmHWM; ru_maxrss where /proc is missing).
-inline double rss_high_water_mib() {
-  const long kib = status_kib("VmHWM");
-  if (kib >= 0) return double(kib) / 1024.0;
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_maxrss) / 1024.0;
-}
-
-inline double rss_current_mib() { return double(status_kib("VmRSS")) / 1024.0; }
-
-// --- flops ---------------------------------------------------------------------------------------
-
-/// The attention core: S = Q·Kᵀ and O = P·V, 2 flops per multiply-add, half under causal.
-inline double core_flops(std::size_t batch, std::size_t heads, std::size_t seq_q,
-                         std::size_t seq_kv, std::size_t d_k, std::size_t d_v, bool causal) {
-  return 2.0 * double(batch * heads) * double(seq_q) * double(seq_kv) * double(d_k + d_v) *
-         (causal ? 0.5 : 1.0);
-}
-
-/// The four projections of the module.
-inline double projection_flops(std::size_t batch, std::size_t seq_q, std::size_t seq_kv,
-                               std::size_t d_model, std::size_t heads, std::size_t kv_heads,
-                               std::size_t d_k, std::size_t d_v, std::size_t kdim,
-                               std::size_t vdim) {
-  return 2.0 * double(batch) *
-         (double(seq_q) * double(d_model * heads * d_k) +
-          double(seq_kv) * double(kdim * kv_heads * d_k) +
-          double(seq_kv) * double(vdim * kv_heads * d_v) +
-          double(seq_q) * double(heads * d_v * d_model));
 }
 
 // --- rows ----------------------------------------------------------------------------------------
@@ -240,42 +169,12 @@ inline void add_peak_rows() {
       ->Unit(benchmark::kMillisecond);
 }
 
-/// The common start of a row: the high-water mark reset, the thread count set for argus
-/// (Eigen's own products stay on one thread: see eigen_attention.hpp), the peak measured
-/// before any timing.
+/// The common start of a row: begin_row (the high-water mark reset, the thread count set for
+/// argus, the peak measured before any timing), and Eigen's own products kept on one thread
+/// (see eigen_attention.hpp).
 inline void start_row(int threads) {
-  reset_rss_high_water();
-  argus::set_num_threads(std::size_t(threads));
+  begin_row(threads);
   Eigen::setNbThreads(1);
-  (void)peak_gflops(threads);
-}
-
-/// Runs call() once to warm the thread pool and the allocator unless a call is long
-/// (flops > 4e10, over about 0.2 s), then the timed loop; sets every counter.
-template <class F>
-void timed_loop(benchmark::State& state, int threads, double flops, double bytes_materialised,
-                F&& call) {
-  if (flops <= 4e10) call();
-  for (auto _ : state) {
-    call();
-    benchmark::ClobberMemory();
-  }
-  using benchmark::Counter;
-  const double peak = peak_gflops(threads);
-  state.counters["GFLOPS"] = Counter(flops * 1e-9, Counter::kIsIterationInvariantRate);
-  state.counters["peak_pct"] =
-      Counter(100.0 * flops * 1e-9 / peak, Counter::kIsIterationInvariantRate);
-  state.counters["bytes_materialised"] =
-      Counter(bytes_materialised, Counter::kDefaults, Counter::kIs1024);
-  state.counters["peak_rss_mb"] = rss_high_water_mib();
-  argus::set_num_threads(0);
-}
-
-/// Uniform values in [-scale, scale], fast and reproducible.
-inline void fill_random(float* p, std::size_t n, unsigned seed, float scale) {
-  std::minstd_rand g(seed);
-  const float k = 2.0f * scale / float(std::minstd_rand::max());
-  for (std::size_t i = 0; i < n; ++i) p[i] = float(g()) * k - scale;
 }
 
 /// With ARGUS_BENCH_CHECK=1 in the environment, rows compare their output with another
@@ -283,16 +182,6 @@ inline void fill_random(float* p, std::size_t n, unsigned seed, float scale) {
 inline bool checking() {
   const char* v = std::getenv("ARGUS_BENCH_CHECK");
   return v != nullptr && v[0] == '1';
-}
-
-/// The largest |a - b| / (1 + |b|) over n values (NaN-aware: a NaN makes it NaN).
-inline double worst_difference(const float* a, const float* b, std::size_t n) {
-  double worst = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = std::abs(double(a[i]) - double(b[i])) / (1.0 + std::abs(double(b[i])));
-    if (!(d <= worst)) worst = d;
-  }
-  return worst;
 }
 
 inline void check_close(benchmark::State& state, const float* a, const float* b, std::size_t n) {
@@ -324,6 +213,66 @@ void peer_loop(benchmark::State& state, int threads, double flops, peers::peer_c
   state.SetLabel(call.description);
   timed_loop(state, threads, flops, call.bytes_materialised, call.run);
   state.counters["max_diff"] = worst;
+}
+
+// --- the peers as other evaluators of register_module (argus/bench/register.hpp) ----------------
+
+/// The Eigen peer (eigen_attention.hpp) of a module_problem: the weights copied into its
+/// matrices when the row is prepared (zero biases for a module without).
+inline other_evaluator eigen_evaluator() {
+  return {
+      "eigen", [](const module_problem& p) {
+        auto w = std::make_shared<eigen_peer::mha_weights>(p.d_model, p.heads, p.kv_heads, p.d_k,
+                                                           p.d_v, p.d_model, p.d_model);
+        const auto load = [](const float* from, auto& to) {
+          if (from != nullptr)
+            std::copy_n(from, to.size(), to.data());
+          else
+            to.setZero();
+        };
+        load(p.w_q, w->w_q), load(p.w_k, w->w_k), load(p.w_v, w->w_v), load(p.w_o, w->w_o);
+        load(p.b_q, w->b_q), load(p.b_k, w->b_k), load(p.b_v, w->b_v), load(p.b_o, w->b_o);
+        Eigen::setNbThreads(1);  // see eigen_attention.hpp: the peer threads itself
+        prepared_call c;
+        c.run = [w, p] {
+          eigen_peer::forward(*w, p.batch, p.seq, p.seq, p.x, p.x, p.x, p.out, false, p.threads);
+        };
+        c.output = [out = p.out] { return static_cast<const float*>(out); };
+        c.bytes_materialised = double(eigen_peer::mha_bytes(*w, p.batch, p.seq, p.seq, p.threads));
+        return c;
+      }};
+}
+
+/// The oneDNN and libtorch peers built into this program (peers/peers.hpp), for the default
+/// module only (kv_h = h, d_k = d_v = d_model / h, biases): other rows fail with that reason.
+inline std::vector<other_evaluator> library_peer_evaluators() {
+  std::vector<other_evaluator> out;
+  for (evaluator e : peer_evaluators()) {
+    out.push_back({evaluator_name(e), [e](const module_problem& p) {
+                     prepared_call c;
+                     if (p.kv_heads != p.heads || p.d_k * p.heads != p.d_model || p.d_v != p.d_k ||
+                         p.b_q == nullptr) {
+                       c.label =
+                           "the library peers run the default module only (kv_h = h, "
+                           "d_k = d_v = d_model / h, biases)";
+                       return c;
+                     }
+                     const peers::mha_problem q{p.batch, p.seq, p.seq, p.d_model, p.heads, p.x,
+                                                p.x,     p.w_q, p.w_k, p.w_v,     p.w_o,   p.b_q,
+                                                p.b_k,   p.b_v, p.b_o, p.out};
+                     auto call = std::make_shared<peers::peer_call>(
+                         e == evaluator::onednn ? peers::onednn_mha(q, p.threads)
+                                                : peers::torch_mha(q, p.threads));
+                     c.label = call->description;
+                     if (call->run) {
+                       c.run = [call] { call->run(); };
+                       c.output = [call] { return call->output(); };
+                       c.bytes_materialised = call->bytes_materialised;
+                     }
+                     return c;
+                   }});
+  }
+  return out;
 }
 
 }  // namespace argus::bench

@@ -6,16 +6,16 @@
 // Counters:
 //   GFLOPS    4 · B · h · n_q · n_kv · d_k flops per call (QK^T and P·V, 2 flops per FMA;
 //             half of that under a causal mask), as a rate.
-//   peak_pct  GFLOPS / the measured FMA peak of the same number of threads (peak_fma.hpp).
+//   peak_pct  GFLOPS / the measured FMA peak of the same number of threads (argus/bench/peak.hpp).
 //   peak_GFLOPS the measured peak itself.
 //   cpu_peak_pct the same ratio with the process CPU time of the calls in place of the wall
 //             time, against the one-thread peak: what the kernel achieves while it runs,
 //             whatever else shares the machine (on a loaded machine the wall-clock
 //             figures measure the load as much as the kernel).
 // smoke-filter: flash_attention/1024/1/0|flash_decode/8192/1
+#include "argus/bench/peak.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"
-#include "peak_fma.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -8,7 +8,7 @@
 // own product at the middle projection size (when Eigen is available).
 // Counters:
 //   GFLOPS       2 m n k flops per call, as a rate (over the benchmark thread's CPU time).
-//   peak_pct     GFLOPS / the measured single-thread FMA peak (peak_fma.hpp), in percent;
+//   peak_pct     GFLOPS / the measured single-thread FMA peak (argus/bench/peak.hpp), in percent;
 //                for double, against half that peak (same FMAs, half the lanes).
 //   peak_GFLOPS  the measured peak itself.
 // smoke-filter: BM_gemm_nn/m:128/|BM_gemm_nt/m:1024/n:1024/k:64
@@ -20,8 +20,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "argus/bench/peak.hpp"
 #include "argus/kernel/gemm.hpp"
-#include "peak_fma.hpp"
 
 #include <benchmark/benchmark.h>
 

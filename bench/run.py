@@ -8,7 +8,8 @@ What `make bench` runs (after building the release preset):
 1. Runs every bench_<stem> program in $ARGUS_BUILD_DIR/bench (default build/release/bench)
    with --benchmark_out=bench/results/<stem>.json --benchmark_out_format=json, one at a time.
    --quick adds --benchmark_min_time=0.05 and drops every row at n >= 4096 and the memory run
-   below (QUICK_EXCLUDE; `make bench-quick` takes under 5 minutes); the full run keeps Google
+   below (QUICK_EXCLUDE; `make bench-quick` takes under 5 minutes) and compile times with
+   clang++ (step 5); the full run keeps Google
    Benchmark's default minimum time. BM_mha_memory (n = 16384) runs alone, in its own
    process, into bench/results/attention_mha_memory.json, so that its resident-memory
    figures are its own. --repetitions N runs each row N times and reports the median;
@@ -42,10 +43,13 @@ IMG = os.path.join(ROOT, "docs", "img")
 COMPARE_PY = "/usr/share/benchmark/compare.py"
 EVALUATORS = ("fused", "unfused", "eigen", "onednn", "torch")
 PEERS = ("onednn", "torch")  # the library peers (bench/peers/); absent where not built
-# --quick leaves out every row at n >= 4096 (and the kernel rows of that size) and the
-# n = 16384 memory run: under 5 minutes for `make bench-quick` on the 2-vCPU Zen 1 machine
-# of docs/performance.md, peers included.
-QUICK_EXCLUDE = r"/n:(4096|8192)/|flash_attention/(4096|8192)/"
+# --quick leaves out every row at n >= 4096 (and the kernel rows of that size), the library
+# peers at n 2048, the models of bench/models.cpp at n 1024 and on 2 threads, and the
+# n = 16384 memory run, and measures compile times with g++-12 only: under 5 minutes for
+# `make bench-quick` on the 2-vCPU Zen 1 machine of docs/performance.md, peers included.
+# (Google Benchmark's regular expressions are POSIX extended: no \w.)
+QUICK_EXCLUDE = (r"/n:(4096|8192)/|flash_attention/(4096|8192)/|(onednn|torch)/n:2048/|"
+                 r"^BM_model_[a-z0-9_]+/[a-z]+/(n:1024/|.*/threads:2/)")
 MEMORY_FAMILY = "BM_mha_memory"
 TRAIN_MEMORY = "BM_train_memory"  # bench_attention_backward: one training step at n 16384, alone
 
@@ -172,7 +176,11 @@ def load_json(stem):
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except ValueError as e:  # a program that stopped early (a bad --benchmark_filter) leaves it empty
+            print("run.py: %s is not a benchmark result (%s); left out" % (os.path.relpath(path, ROOT), e))
+            return None
 
 
 def results(data):
@@ -316,6 +324,26 @@ def peer_table(table, family):
         lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             arg(config, "threads"), arg(config, "n"), fmt(f["ms"], "%.2f"), " | ".join(ratios), " | ".join(cpu_ratios),
             " · ".join(rates), " · ".join(diffs)))
+    return lines if len(lines) > 2 else []
+
+
+def comparison_table(table):
+    """Every row of `table` against fused: time ratios (evaluator ms ÷ fused ms) for each
+    evaluator the run has, fused's GFLOP/s and share of peak."""
+    others = [e for e in present(table) if e != "fused"]
+    lines = ["| benchmark | arguments | fused ms | %s | GFLOP/s fused | %% of peak fused |" % " | ".join(
+                 "%s ÷ fused" % e for e in others),
+             "|---|---|---:|" + "---:|" * len(others) + "---:|---:|"]
+    for (family, config), evs in sorted(table.items(), key=sort_key):
+        f = evs.get("fused")
+        if f is None or f["error"]:
+            continue
+        cells = []
+        for e in others:
+            r = evs.get(e)
+            cells.append("" if r is None else "failed" if r["error"] else fmt(r["ms"] / f["ms"], "%.2f×"))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (family, config, fmt(f["ms"], "%.2f"), " | ".join(cells),
+                                                       fmt(f["gflops"]), fmt(f["peak_pct"])))
     return lines if len(lines) > 2 else []
 
 
@@ -674,6 +702,12 @@ def main():
                "|peer − fused| / (1 + |fused|) over the output, checked once per row.", ""] + peer_md
         if labels:
             md += ["How the peers ran (their rows' labels):", ""] + ["- " + l for l in labels] + [""]
+    models_rows = rows_of(load_json("models"))
+    mt = comparison_table(models_rows)
+    if mt:
+        print("\n== Published module shapes (bench_models, argus/bench/register.hpp) ==")
+        print("\n".join(mt))
+        md += ["## Published module shapes (bench_models)", ""] + mt + [""]
     pt = parts_table(mha)
     if pt:
         print("\n== Where the fused forward's time goes (BM_mha_parts) ==")
@@ -710,7 +744,10 @@ def main():
 
     if not args.no_compile and not args.report_only:
         print("\n$ python3 bench/compile/measure.py", flush=True)
-        rc = subprocess.call([sys.executable, os.path.join(ROOT, "bench", "compile", "measure.py")], cwd=ROOT)
+        # --quick: g++-12 only (each compile takes 10-20 s on the 2-vCPU Zen 1 machine).
+        quick_compile = ["--compilers", "g++-12"] if args.quick else []
+        rc = subprocess.call([sys.executable, os.path.join(ROOT, "bench", "compile", "measure.py")] + quick_compile,
+                             cwd=ROOT)
         failures += rc != 0
     compile_json = os.path.join(RESULTS, "compile.json")
     if os.path.exists(compile_json):

@@ -1,14 +1,15 @@
-// bench/peak_fma.hpp -- benchmark support: the measured fp32 FMA peak of this machine.
+// argus/bench/peak.hpp -- benchmarking aid: the measured fp32 FMA peak of this machine.
 //
 // measure_peak_gflops(threads) runs, on each of `threads` threads, a loop of independent
 // simd<float> FMA chains -- enough of them to cover the FMA latency on every FMA pipe --
 // for about 0.2 s, and returns the total rate in GFLOP/s (one FMA lane = 2 flops).
-// Measured on this machine (Xeon, AVX-512, 2 FMA pipes): ~175 GFLOP/s on one thread. Kernel
-// benchmarks divide their own rate by it to report `peak_pct`. Header-only and `inline`
-// so that several benchmark programs can include it.
+// Measured on a Xeon (AVX-512, 2 FMA pipes): ~175 GFLOP/s on one thread; on a Zen 1 EPYC
+// (AVX2): ~38. Benchmarks divide their own rate by it to report `peak_pct`
+// (argus/bench/register.hpp; bench/). Outside the library's layers, over kernel/simd.hpp
+// only; header-only and `inline` so that several benchmark programs can include it.
 #pragma once
 
-#include "argus/kernel/simd.hpp"
+#include <argus/kernel/simd.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -1,0 +1,337 @@
+// argus/bench/register.hpp -- benchmarking aid: Google Benchmark rows for a
+// multi_head_attention type you name (fused, unfused, and any other evaluator you hand it),
+// with the counters argus's own benchmarks report.
+//
+// Outside the library's layers: a user of the public API, and the only argus header that
+// needs Google Benchmark (<benchmark/benchmark.h>; link benchmark::benchmark, and
+// benchmark::benchmark_main or your own BENCHMARK_MAIN()). docs/how-to/benchmark_your_model.md
+// shows it in use (examples/benchmark_models.cpp); bench/ registers its BM_mha sweep and the
+// shapes of bench/models.cpp through it.
+//
+//   argus::bench::register_module<argus::multi_head_attention<768, 12>>("bert_base");
+//
+// registers bert_base/fused/n:<n>/h:12/d_model:768/threads:<t> and bert_base/unfused/...:
+// self-attention, forward(x), of a (batch, n, d_model) input with random weights and biases,
+// evaluated into an existing tensor, for each n in module_rows::seq and each thread count.
+// A grouped-query module adds kv_h:<g> after h, a batch other than 1 adds batch:<b> after
+// d_model.
+//
+// Counters, on every row:
+//   GFLOPS              flops of one call over real time: the four projections,
+//                       2·B·(n·d_model·h·d_k + n·kdim·kv_h·d_k + n·vdim·kv_h·d_v +
+//                       n·h·d_v·d_model), and the core, 4·B·h·n²·d_k (d_k = d_v); softmax, bias and
+//                       copies count 0
+//   peak_pct            GFLOPS ÷ the FMA peak of the same thread count measured in the same
+//                       process (argus/bench/peak.hpp), × 100
+//   bytes_materialised  argus: explain(y, policy).materialised_bytes(), the buffers the plan
+//                       allocates besides its inputs and the output; another evaluator: what
+//                       its prepared_call says
+//   peak_rss_mb         the process's resident high-water mark during the row, MiB (the mark
+//                       is reset at the start of each row: see reset_rss_high_water)
+//   max_diff            other evaluators only: the largest |theirs − fused| / (1 + |fused|) over
+//                       the output, checked once before timing; past 1e-3 the row fails
+//                       (SkipWithError) instead of reporting a time
+// Time is real time (UseRealTime), in milliseconds.
+#pragma once
+
+#include <argus/argus.hpp>
+#include <argus/bench/peak.hpp>
+#include <argus/kernel/parallel.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <sys/resource.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace argus::bench {
+
+// --- counters ------------------------------------------------------------------------------------
+
+/// The measured FMA peak of `threads` threads, in GFLOP/s; measured once per process.
+inline double peak_gflops(int threads) {
+  static std::map<int, double> cache;
+  auto it = cache.find(threads);
+  if (it == cache.end()) it = cache.emplace(threads, measure_peak_gflops(threads)).first;
+  return it->second;
+}
+
+/// A field of /proc/self/status in kB (VmHWM, VmRSS), or -1.
+inline long status_kib(const std::string& key) {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.compare(0, key.size() + 1, key + ":") == 0)
+      return std::atol(line.c_str() + key.size() + 1);
+  return -1;
+}
+
+/// Resets the process's resident high-water mark to the current resident size
+/// (`echo 5 > /proc/self/clear_refs`, Linux >= 4.0), after handing the allocator's free
+/// memory back to the system (glibc keeps freed blocks below its mmap threshold, up to
+/// 32 MiB each, which would otherwise count in every later row). False where refused: the
+/// mark then stays the high-water mark since the process started.
+inline bool reset_rss_high_water() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.flush();
+  return bool(f);
+}
+
+/// The resident high-water mark in MiB (VmHWM; ru_maxrss where /proc is missing).
+inline double rss_high_water_mib() {
+  const long kib = status_kib("VmHWM");
+  if (kib >= 0) return double(kib) / 1024.0;
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+inline double rss_current_mib() { return double(status_kib("VmRSS")) / 1024.0; }
+
+/// The attention core: S = Q·Kᵀ and O = P·V, 2 flops per multiply-add, half under causal.
+inline double core_flops(std::size_t batch, std::size_t heads, std::size_t seq_q,
+                         std::size_t seq_kv, std::size_t d_k, std::size_t d_v, bool causal) {
+  return 2.0 * double(batch * heads) * double(seq_q) * double(seq_kv) * double(d_k + d_v) *
+         (causal ? 0.5 : 1.0);
+}
+
+/// The four projections of the module.
+inline double projection_flops(std::size_t batch, std::size_t seq_q, std::size_t seq_kv,
+                               std::size_t d_model, std::size_t heads, std::size_t kv_heads,
+                               std::size_t d_k, std::size_t d_v, std::size_t kdim,
+                               std::size_t vdim) {
+  return 2.0 * double(batch) *
+         (double(seq_q) * double(d_model * heads * d_k) +
+          double(seq_kv) * double(kdim * kv_heads * d_k) +
+          double(seq_kv) * double(vdim * kv_heads * d_v) +
+          double(seq_q) * double(heads * d_v * d_model));
+}
+
+/// The flops of Module's forward on batch × seq_q queries and seq_kv keys.
+template <class Module>
+double module_flops(std::size_t batch, std::size_t seq_q, std::size_t seq_kv, bool causal) {
+  using m = Module;
+  return projection_flops(batch, seq_q, seq_kv, m::d_model, m::heads, m::kv_heads, m::d_k, m::d_v,
+                          m::kdim, m::vdim) +
+         core_flops(batch, m::heads, seq_q, seq_kv, m::d_k, m::d_v, causal);
+}
+
+/// The start of a row: the high-water mark reset, argus's thread count set, the peak
+/// measured (before any timing).
+inline void begin_row(int threads) {
+  reset_rss_high_water();
+  argus::set_num_threads(std::size_t(threads));
+  (void)peak_gflops(threads);
+}
+
+/// Runs call() once to warm the thread pool and the allocator unless a call is long
+/// (flops > 4e10, some 0.2-1 s), then the timed loop; sets GFLOPS, peak_pct,
+/// bytes_materialised and peak_rss_mb; leaves argus's thread count at its default.
+template <class F>
+void timed_loop(benchmark::State& state, int threads, double flops, double bytes_materialised,
+                F&& call) {
+  if (flops <= 4e10) call();
+  for (auto _ : state) {
+    call();
+    benchmark::ClobberMemory();
+  }
+  using benchmark::Counter;
+  const double peak = peak_gflops(threads);
+  state.counters["GFLOPS"] = Counter(flops * 1e-9, Counter::kIsIterationInvariantRate);
+  state.counters["peak_pct"] =
+      Counter(100.0 * flops * 1e-9 / peak, Counter::kIsIterationInvariantRate);
+  state.counters["bytes_materialised"] =
+      Counter(bytes_materialised, Counter::kDefaults, Counter::kIs1024);
+  state.counters["peak_rss_mb"] = rss_high_water_mib();
+  argus::set_num_threads(0);
+}
+
+/// Uniform values in [-scale, scale], fast and reproducible.
+inline void fill_random(float* p, std::size_t n, unsigned seed, float scale) {
+  std::minstd_rand g(seed);
+  const float k = 2.0F * scale / float(std::minstd_rand::max());
+  for (std::size_t i = 0; i < n; ++i) p[i] = float(g()) * k - scale;
+}
+
+/// The largest |a - b| / (1 + |b|) over n values (a NaN makes it NaN).
+inline double worst_difference(const float* a, const float* b, std::size_t n) {
+  double worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = std::abs(double(a[i]) - double(b[i])) / (1.0 + std::abs(double(b[i])));
+    if (!(d <= worst)) worst = d;
+  }
+  return worst;
+}
+
+// --- other evaluators ----------------------------------------------------------------------------
+
+/// What another evaluator is given for one row: the module's extents, and pointers to its
+/// input, weights and output, row-major, as argus stores them: x (batch, seq, d_model);
+/// w_q (d_model, h·d_k), w_k (kdim, kv_h·d_k), w_v (vdim, kv_h·d_v), w_o (h·d_v, d_model),
+/// x-times-W; the biases (null when the module has none); out (batch, seq, d_model).
+struct module_problem {
+  std::size_t batch, seq, d_model, heads, kv_heads, d_k, d_v;
+  const float* x;
+  const float *w_q, *w_k, *w_v, *w_o;
+  const float *b_q, *b_k, *b_v, *b_o;
+  float* out;
+  int threads;
+};
+
+/// One forward of another evaluator, prepared outside the timed loop (its threads set, its
+/// buffers allocated). run() is what is timed; output() is where the result lies after it,
+/// (batch, seq, d_model) row-major. An empty run means "cannot run this row": `label` says
+/// why, and the row fails with that message.
+struct prepared_call {
+  std::function<void()> run;
+  std::function<const float*()> output;
+  double bytes_materialised = 0;
+  std::string label;  // shown beside the row: how the evaluator was set up
+};
+
+/// Another evaluator for the rows of register_module: a library you compare with.
+struct other_evaluator {
+  std::string name;  // the <evaluator> part of the row names
+  std::function<prepared_call(const module_problem&)> prepare;
+};
+
+/// Which rows register_module adds.
+struct module_rows {
+  std::vector<std::int64_t> seq{128, 512, 1024, 4096};  // n = seq_q = seq_kv
+  std::vector<std::int64_t> threads{1, 2};
+  std::int64_t batch = 1;
+  bool fused = true;                      // argus::fused
+  bool unfused = true;                    // argus::unfused
+  std::vector<other_evaluator> others{};  // after argus's, in this order
+  bool check = false;  // fused and unfused rows also compare their output with the other's once
+};
+
+namespace detail {
+
+/// One row: argus's `evaluator` ("fused" or "unfused") when `other` is null, else `other`.
+template <class Module>
+void module_row(benchmark::State& state, const std::string& evaluator, const other_evaluator* other,
+                std::size_t batch, std::size_t n, int threads, bool check) {
+  using activation = tensor<float, shape<argus::batch<>, argus::seq<>, model<Module::d_model>>>;
+  begin_row(threads);
+  Module m;
+  const float s = 1.0F / std::sqrt(float(Module::d_model));
+  fill_random(m.w_q.data(), m.w_q.size(), 11, s);
+  fill_random(m.w_k.data(), m.w_k.size(), 12, s);
+  fill_random(m.w_v.data(), m.w_v.size(), 13, s);
+  fill_random(m.w_o.data(), m.w_o.size(), 14, s);
+  if constexpr (Module::has_bias) {
+    fill_random(m.b_q.data(), m.b_q.size(), 15, 0.1F);
+    fill_random(m.b_k.data(), m.b_k.size(), 16, 0.1F);
+    fill_random(m.b_v.data(), m.b_v.size(), 17, 0.1F);
+    fill_random(m.b_o.data(), m.b_o.size(), 18, 0.1F);
+  }
+  activation x(batch, n);    // (B,SEQ,D_MODEL)
+  activation out(batch, n);  // (B,SEQ,D_MODEL)
+  fill_random(x.data(), x.size(), 1, 1.0F);
+  const activation& cx = x;
+  const auto y = m.forward(cx);
+  const double flops = module_flops<Module>(batch, n, n, false);
+  if (other == nullptr) {
+    const bool is_fused = evaluator == "fused";
+    if (is_fused)
+      timed_loop(state, threads, flops, double(explain(y, fused).materialised_bytes()),
+                 [&] { evaluate(y, fused, out); });
+    else
+      timed_loop(state, threads, flops, double(explain(y, unfused).materialised_bytes()),
+                 [&] { evaluate(y, unfused, out); });
+    if (check) {
+      const auto reference = is_fused ? evaluate(y, unfused) : evaluate(y, fused);
+      const double worst = worst_difference(out.data(), reference.data(), reference.size());
+      if (!(worst <= 1e-3))
+        state.SkipWithError(("fused and unfused differ: " + std::to_string(worst)).c_str());
+    }
+    return;
+  }
+  const auto bias = [](const auto& b) -> const float* {
+    if constexpr (Module::has_bias)
+      return b.data();
+    else
+      return nullptr;
+  };
+  const module_problem p{
+      batch,       n,           Module::d_model, Module::heads, Module::kv_heads, Module::d_k,
+      Module::d_v, cx.data(),   m.w_q.data(),    m.w_k.data(),  m.w_v.data(),     m.w_o.data(),
+      bias(m.b_q), bias(m.b_k), bias(m.b_v),     bias(m.b_o),   out.data(),       threads};
+  prepared_call call = other->prepare(p);
+  if (!call.run) {
+    state.SkipWithError((other->name + " cannot run this row: " + call.label).c_str());
+    return;
+  }
+  call.run();
+  double worst = 0;
+  {
+    const auto reference = evaluate(y, fused);  // (B,SEQ,D_MODEL)
+    worst = worst_difference(call.output(), reference.data(), reference.size());
+  }
+  if (!(worst <= 1e-3)) {
+    state.SkipWithError(("output differs from argus fused: " + std::to_string(worst)).c_str());
+    return;
+  }
+  reset_rss_high_water();  // the reference is gone; the inputs and the evaluator's buffers stay
+  state.SetLabel(call.label);
+  timed_loop(state, threads, flops, call.bytes_materialised, call.run);
+  state.counters["max_diff"] = worst;
+}
+
+}  // namespace detail
+
+/// Registers `family`/<evaluator>/n:…/h:…[/kv_h:…]/d_model:…[/batch:…]/threads:… for argus's
+/// fused and unfused evaluators and each of rows.others, one row per (n, threads): the
+/// forward of Module on a self-attention input. Module is a multi_head_attention<...> of
+/// float. Call it before benchmark::RunSpecifiedBenchmarks (at static initialisation, as
+/// BENCHMARK() does, or in main).
+template <class Module>
+void register_module(const std::string& family, const module_rows& rows = {}) {
+  // Each registration keeps its own copy of the evaluator: they outlive `rows`.
+  std::vector<std::pair<std::string, std::shared_ptr<const other_evaluator>>> evaluators;
+  if (rows.fused) evaluators.emplace_back("fused", nullptr);
+  if (rows.unfused) evaluators.emplace_back("unfused", nullptr);
+  for (const other_evaluator& o : rows.others)
+    evaluators.emplace_back(o.name, std::make_shared<const other_evaluator>(o));
+  std::string config = "/h:" + std::to_string(Module::heads);
+  if (Module::kv_heads != Module::heads) config += "/kv_h:" + std::to_string(Module::kv_heads);
+  config += "/d_model:" + std::to_string(Module::d_model);
+  if (rows.batch != 1) config += "/batch:" + std::to_string(rows.batch);
+  const auto batch = std::size_t(rows.batch);
+  for (const auto& [name, other] : evaluators) {
+    for (const std::int64_t t : rows.threads)
+      for (const std::int64_t n : rows.seq) {
+        const std::string row = family + "/" + name + "/n:" + std::to_string(n) + config +
+                                "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(
+            row.c_str(),
+            [name = name, other = other, batch, n, t, check = rows.check](benchmark::State& s) {
+              detail::module_row<Module>(s, name, other.get(), batch, std::size_t(n), int(t),
+                                         check);
+            })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+  }
+}
+
+}  // namespace argus::bench
