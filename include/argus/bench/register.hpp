@@ -320,8 +320,9 @@ void register_module(const std::string& family, const module_rows& rows = {}) {
   for (const auto& [name, other] : evaluators) {
     for (const std::int64_t t : rows.threads)
       for (const std::int64_t n : rows.seq) {
-        const std::string row = family + "/" + name + "/n:" + std::to_string(n) + config +
-                                "/threads:" + std::to_string(t);
+        std::string row = family;
+        row.append("/").append(name).append("/n:").append(std::to_string(n)).append(config);
+        row.append("/threads:").append(std::to_string(t));
         benchmark::RegisterBenchmark(
             row.c_str(),
             [name = name, other = other, batch, n, t, check = rows.check](benchmark::State& s) {
