@@ -51,6 +51,11 @@ struct attention_backward_problem {
   T* d_v = nullptr;        // strides of f.v
 };
 
+}  // namespace argus::kernel
+
+namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
+
 namespace detail {
 
 /// Applies p's masks to the scores row[0..n) of query i, keys [j0, j0 + n); the causal one
@@ -214,4 +219,5 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
   });
 }
 
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

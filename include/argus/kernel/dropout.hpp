@@ -30,6 +30,7 @@
 #include <cstdint>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 /// Philox4x32 with 10 rounds: the block of counter `ctr` under key `key` (Random123).
 constexpr std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> ctr,
@@ -166,4 +167,5 @@ class attention_dropout {
   std::array<std::uint32_t, 2> key_;
 };
 
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -40,6 +40,7 @@
 #include <vector>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 /// Query rows and keys per tile of flash_attention_backward.
 struct flash_backward_tiles {
@@ -262,4 +263,5 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
   });
 }
 
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -35,6 +35,7 @@
 #include <type_traits>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 namespace detail {
 
@@ -234,26 +235,25 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
 /// never read. Pointers need no particular alignment; C must not overlap A, B or bias.
 /// k == 0 gives C = bias (+ C). The first call on a thread allocates its packing buffers
 /// (about 0.5 MiB); later calls allocate nothing.
-// clang-format off
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
 void gemm_nn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
              const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias = nullptr,
              bool accumulate = false) {
-  // clang-format on
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::gemm_nn<T> is defined for float and double");
   detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
 }
 
 /// As gemm_nn, with B given transposed: B is (n x k) row-major and C = alpha * A * B^T.
 /// This is the Q * K^T of attention scores.
-// clang-format off
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
 void gemm_nt(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
              const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias = nullptr,
              bool accumulate = false) {
-  // clang-format on
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::gemm_nt<T> is defined for float and double");
   detail::gemm<true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
 }
 
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 /// In place, for every row r of s: s[r][j] <- e^(s[r][j] - m) / sum_j' e^(s[r][j'] - m),
 /// with m the row maximum.
@@ -25,11 +26,10 @@ namespace argus::kernel {
 /// over whole registers with several independent accumulators, and one masked register for
 /// the tail. The tail goes through the same vector exp(), so an entry's value does not
 /// depend on its position in the row.
-// clang-format off
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
-void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) noexcept {
-  // clang-format on
+void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::softmax_rows<T> is defined for float and double");
   using V = simd<T>;
   constexpr std::size_t w = V::width;
   constexpr std::size_t lanes = 4;  // independent accumulators per pass
@@ -93,4 +93,5 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) noe
   }
 }
 
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel
