@@ -40,6 +40,7 @@
 #pragma once
 
 #include "argus/kernel/dropout.hpp"
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/flash_micro_kernels.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -678,6 +679,10 @@ void flash_attention(const attention_problem<T>& p) {
       return with_d_v(std::integral_constant<std::size_t, 0>{});
   }
 }
+
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_FLASH_ATTENTION_ENTRY_POINTS)
 
 }  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

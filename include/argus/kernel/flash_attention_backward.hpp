@@ -29,6 +29,7 @@
 
 #include "argus/kernel/attention_backward.hpp"
 #include "argus/kernel/dropout.hpp"
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/gemm.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -262,6 +263,10 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
     }
   });
 }
+
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_FLASH_ATTENTION_BACKWARD_ENTRY_POINTS)
 
 }  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

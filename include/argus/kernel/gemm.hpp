@@ -25,6 +25,7 @@
 // serves only two panels, and copying A from L3 shows.
 #pragma once
 
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/gemm_microkernel.hpp"
 #include "argus/kernel/simd.hpp"
 
@@ -254,6 +255,14 @@ void gemm_nt(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
                 "argus::kernel::gemm_nt<T> is defined for float and double");
   detail::gemm<true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
 }
+
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_GEMM_ENTRY_POINTS)
+#if defined(ARGUS_EXTERN_KERNELS) && !defined(ARGUS_DISPATCH_KERNELS)
+ARGUS_KERNEL_GEMM_INLINED_CALLEES(extern template, float)
+ARGUS_KERNEL_GEMM_INLINED_CALLEES(extern template, double)
+#endif
 
 }  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -5,8 +5,8 @@
 // what a translation unit that evaluates attention costs to compile: every TU that calls
 // evaluate() compiles the fused loop nest for each d_k/d_v fast path, the blocked gemm with
 // its micro-kernels, the softmax and (with training) both backward passes, for float and for
-// double. ARGUS_KERNEL_ENTRY_POINTS lists the entry points; a program uses the list one of
-// three ways:
+// double. ARGUS_KERNEL_ENTRY_POINTS (kernel/entry_points.hpp) lists the entry points, and
+// each kernel header declares its own for one of three ways a program uses them:
 //
 //   - header-only (no macro): every TU instantiates what it calls, for the instruction set
 //     it is compiled for (kernel/isa.hpp);
@@ -20,6 +20,9 @@
 //     kernel library holds one table per instruction set and picks one at the first call
 //     (<argus/kernel/dispatcher.hpp>; docs/explanation/isa_dispatch.md).
 //
+// This header adds the tables (entry_point_table, kernel_variant) and, in a dispatching
+// program, the functions that say which set runs.
+//
 // With CMake, argus_add_kernel_library(<name>) (cmake/argusKernels.cmake, also available
 // after find_package(argus)) makes the compiled-once library, argus_add_kernel_library(<name>
 // DISPATCH) the dispatching one; either passes its macro to every target that links it:
@@ -28,13 +31,16 @@
 //     target_compile_options(my_argus_kernels PRIVATE -march=native)  # as the programs
 //     target_link_libraries(my_program PRIVATE my_argus_kernels)
 //
-// argus's own tests link a compiled-once library (tests/CMakeLists.txt); its examples and
-// benchmarks do not, unless configured so (cmake/argus_dev.cmake).
+// argus's own tests, examples and smoke benchmarks link a compiled-once library
+// (cmake/argus_dev.cmake); the `release` preset's benchmarks are header-only, or link a
+// dispatching one with ARGUS_KERNEL_DISPATCH.
 //
-// Adding a kernel entry point: one line in ARGUS_KERNEL_ENTRY_POINTS.
+// Adding a kernel entry point: one line in ARGUS_KERNEL_ENTRY_POINTS, in the group of its
+// header (kernel/entry_points.hpp).
 #pragma once
 
 #include "argus/kernel/attention_backward.hpp"
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/flash_attention_backward.hpp"
 #include "argus/kernel/gemm.hpp"
@@ -44,51 +50,6 @@
 #include <cstddef>
 #include <span>
 #include <type_traits>
-
-/// Every kernel entry point for value type T, as X(T, return type, name, (parameters),
-/// (arguments)): each is the function template argus::kernel::name<T>, whose parameters are
-/// written once here with names, so that a dispatcher can forward them. The names are those
-/// of the templates' own declarations; default arguments stay there.
-// NOLINTBEGIN(bugprone-macro-parentheses)
-#define ARGUS_KERNEL_ENTRY_POINTS(X, T)                                                   \
-  X(T, void, flash_attention, (const attention_problem<T>& p), (p))                       \
-  X(T, void, attention_unfused, (const attention_problem<T>& p), (p))                     \
-  X(T, void, flash_attention_backward, (const attention_backward_problem<T>& bp), (bp))   \
-  X(T, void, attention_backward_unfused, (const attention_backward_problem<T>& bp), (bp)) \
-  X(T, void, gemm_nn,                                                                     \
-    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,   \
-     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate), \
-    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                           \
-  X(T, void, gemm_nt,                                                                     \
-    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,   \
-     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate), \
-    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                           \
-  X(T, void, softmax_rows, (T * s, std::size_t rows, std::size_t cols, std::size_t lds),  \
-    (s, rows, cols, lds))                                                                 \
-  X(T, flash_tiles, flash_attention_tiles, (const attention_problem<T>& p), (p))          \
-  X(T, std::size_t, flash_attention_scratch_bytes, (const attention_problem<T>& p), (p))
-
-/// The templates the entry points call that a compiler may instantiate while inlining an
-/// entry point declared `extern template`: declared with them, after PREFIX (`extern
-/// template` or `template`). Only the compiled-once mode needs them: a dispatched entry point
-/// has no body a TU could inline.
-#define ARGUS_KERNEL_INLINED_CALLEES(PREFIX, T)                                                    \
-  PREFIX void detail::gemm<false, T>(std::size_t, std::size_t, std::size_t, T, const T*,           \
-                                     std::size_t, const T*, std::size_t, T*, std::size_t,          \
-                                     const T*, bool);                                              \
-  PREFIX void detail::gemm<true, T>(std::size_t, std::size_t, std::size_t, T, const T*,            \
-                                    std::size_t, const T*, std::size_t, T*, std::size_t, const T*, \
-                                    bool);
-
-// The declarations each mode makes of one entry point (X of ARGUS_KERNEL_ENTRY_POINTS).
-#define ARGUS_KERNEL_EXTERN_TEMPLATE(T, R, NAME, PARAMS, ARGS) extern template R NAME<T> PARAMS;
-#define ARGUS_KERNEL_INSTANTIATION(T, R, NAME, PARAMS, ARGS) template R NAME<T> PARAMS;
-#define ARGUS_KERNEL_SPECIALIZATION(T, R, NAME, PARAMS, ARGS) \
-  template <>                                                 \
-  R NAME<T> PARAMS;
-#define ARGUS_KERNEL_TABLE_SLOT(T, R, NAME, PARAMS, ARGS) R(*NAME) PARAMS = nullptr;
-#define ARGUS_KERNEL_TABLE_ENTRY(T, R, NAME, PARAMS, ARGS) .NAME = &NAME<T>,
-// NOLINTEND(bugprone-macro-parentheses)
 
 namespace argus::kernel {
 
@@ -118,22 +79,8 @@ struct kernel_variant {
 
 }  // namespace argus::kernel
 
-// The declarations are made in the templates' own namespace (Clang 14 drops the primary
-// template's default arguments for an explicit specialization declared from argus::kernel).
 namespace argus::kernel {
 inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
-
-#if defined(ARGUS_DISPATCH_KERNELS)
-// Every entry point is an explicit specialization, defined by the dispatching kernel library,
-// that calls the active variant's table: no TU of the program instantiates a kernel.
-ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_SPECIALIZATION, float)
-ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_SPECIALIZATION, double)
-#elif defined(ARGUS_EXTERN_KERNELS)
-ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_EXTERN_TEMPLATE, float)
-ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_EXTERN_TEMPLATE, double)
-ARGUS_KERNEL_INLINED_CALLEES(extern template, float)
-ARGUS_KERNEL_INLINED_CALLEES(extern template, double)
-#endif
 
 #if defined(ARGUS_DISPATCH_KERNELS)
 /// The variants the dispatching kernel library holds, slowest first (portable, as a rule,

@@ -18,8 +18,8 @@ inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_INSTANTIATION, float)
 ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_INSTANTIATION, double)
-ARGUS_KERNEL_INLINED_CALLEES(template, float)
-ARGUS_KERNEL_INLINED_CALLEES(template, double)
+ARGUS_KERNEL_GEMM_INLINED_CALLEES(template, float)
+ARGUS_KERNEL_GEMM_INLINED_CALLEES(template, double)
 
 const kernel_variant& compiled_variant() noexcept {
   static constexpr entry_point_table<float> float_entry_points{

@@ -14,7 +14,8 @@
 // argus/kernel/dispatcher.hpp) holds several sets side by side and picks one at the first
 // call. Programs linking it define ARGUS_DISPATCH_KERNELS: their own kernel code then lives
 // in argus::kernel::dispatched, and every entry point is a call through the chosen set's
-// table (argus/kernel/instances.hpp). docs/explanation/isa_dispatch.md has the design.
+// table (argus/kernel/entry_points.hpp, instances.hpp). docs/explanation/isa_dispatch.md has
+// the design.
 #pragma once
 
 #include <cstddef>

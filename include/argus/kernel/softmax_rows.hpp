@@ -4,6 +4,7 @@
 // lds elements between rows) by its softmax. Pointers and run-time extents only.
 #pragma once
 
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/simd.hpp"
 
 #include <cstddef>
@@ -92,6 +93,10 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
     if (tail) (V::load_partial(row + full, tail) * inv).store_partial(row + full, tail);
   }
 }
+
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_SOFTMAX_ROWS_ENTRY_POINTS)
 
 }  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -6,6 +6,23 @@
 // CPU's features or from ARGUS_ISA. tests/CMakeLists.txt runs this file three times: as is,
 // with ARGUS_ISA=portable, and with an ARGUS_ISA that names no instruction set.
 #define BOOST_TEST_MODULE kernel_dispatch
+// One kernel header alone first, as a benchmark of one kernel includes it: its entry points
+// must be the dispatching ones already. Were they not, this call would instantiate gemm_nn's
+// body here, at the program's width, and instances.hpp below would not compile (an explicit
+// specialization after an instantiation).
+#include "argus/kernel/gemm.hpp"
+
+#include <vector>
+
+namespace {
+std::vector<float> gemm_through_its_header_alone(const std::vector<float>& a,
+                                                 const std::vector<float>& b, std::size_t n) {
+  std::vector<float> c(n * n);
+  argus::kernel::gemm_nn<float>(n, n, n, 1.0f, a.data(), n, b.data(), n, c.data(), n);
+  return c;
+}
+}  // namespace
+
 #include "argus/kernel/instances.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -451,6 +468,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
       });
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_file_with_one_kernel_header_calls_the_dispatcher) {
+  if (!expected_for_this_process().error.empty()) return;
+  const std::size_t n = 40;
+  const std::vector<float> a = random_values<float>(n * n, 31), b = random_values<float>(n * n, 32);
+  std::vector<float> c(n * n);
+  argus::kernel::active_variant().entry_points<float>().gemm_nn(
+      n, n, n, 1.0f, a.data(), n, b.data(), n, c.data(), n, nullptr, false);
+  BOOST_TEST((gemm_through_its_header_alone(a, b, n) == c));
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(softmax_rows_agree, T, value_types) {
