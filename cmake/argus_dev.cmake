@@ -28,10 +28,31 @@ endif()
 # which the presets build at -Og. Off in the `release` preset (the benchmarks compile the
 # kernels in each TU at -O3, as a header-only user does) and in the `fuzz` preset (libFuzzer's
 # coverage must reach into the kernels).
+#
+# ARGUS_KERNEL_DISPATCH makes argus_kernels a dispatching library (argus_add_kernel_library(...
+# DISPATCH)): the portable, AVX2+FMA and AVX-512 kernels side by side, one picked at run time.
+# With ARGUS_NATIVE=OFF that is how a distribution builds argus, for any x86-64 machine; the
+# `release` preset so configured gives the baseline benchmarks of docs/explanation/isa_dispatch.md:
+#     cmake --preset release -B build/release-dispatch -DARGUS_NATIVE=OFF \
+#           -DARGUS_COMPILED_KERNELS=ON -DARGUS_KERNEL_DISPATCH=ON
+# The kernels compile at -O2, or at -O3 in a Release build (as the header-only benchmarks).
 option(ARGUS_COMPILED_KERNELS "Tests, examples and benchmarks link the kernels compiled once" ON)
+option(ARGUS_KERNEL_DISPATCH
+       "argus_kernels holds every instruction set's kernels and picks one at run time (with ARGUS_COMPILED_KERNELS)" OFF)
+if(ARGUS_KERNEL_DISPATCH AND NOT ARGUS_COMPILED_KERNELS)
+  message(FATAL_ERROR "ARGUS_KERNEL_DISPATCH needs ARGUS_COMPILED_KERNELS=ON")
+endif()
 if(ARGUS_COMPILED_KERNELS)
-  argus_add_kernel_library(argus_kernels)
-  target_compile_options(argus_kernels PRIVATE ${ARGUS_DEV_FLAGS} -O2)
+  if(ARGUS_KERNEL_DISPATCH)
+    argus_add_kernel_library(argus_kernels DISPATCH)
+  else()
+    argus_add_kernel_library(argus_kernels)
+  endif()
+  set(_argus_kernel_optimization -O2)
+  if(CMAKE_BUILD_TYPE STREQUAL "Release")
+    set(_argus_kernel_optimization -O3)
+  endif()
+  target_compile_options(argus_kernels PRIVATE ${ARGUS_DEV_FLAGS} ${_argus_kernel_optimization})
   target_link_libraries(argus_dev INTERFACE argus_kernels)
 endif()
 

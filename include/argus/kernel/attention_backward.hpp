@@ -22,6 +22,7 @@
 #pragma once
 
 #include "argus/kernel/dropout.hpp"
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/gemm.hpp"
 #include "argus/kernel/parallel.hpp"
@@ -50,6 +51,11 @@ struct attention_backward_problem {
   T* d_k = nullptr;        // strides of f.k
   T* d_v = nullptr;        // strides of f.v
 };
+
+}  // namespace argus::kernel
+
+namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 namespace detail {
 
@@ -214,4 +220,9 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
   });
 }
 
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_ATTENTION_BACKWARD_ENTRY_POINTS)
+
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -29,8 +29,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 /// Philox4x32 with 10 rounds: the block of counter `ctr` under key `key` (Random123).
 constexpr std::array<std::uint32_t, 4> philox4x32_10(std::array<std::uint32_t, 4> ctr,
@@ -171,8 +173,14 @@ class attention_dropout {
     while (k < n) {
       const std::size_t j = j0 + k, block = j / 8;
       if (j % 8 == 0 && n - k >= 8 * lanes) {
+        // The counters' first words are set in an array and copied in whole: filled lane by
+        // lane, c[0] is "maybe uninitialized" to GCC 12 at -O3 on the portable path (a
+        // baseline build of a dispatching kernel library).
+        std::uint32_t blocks[lanes];
+        for (std::size_t l = 0; l < lanes; ++l) blocks[l] = static_cast<std::uint32_t>(block + l);
         u32_lanes c[4];
-        for (std::size_t l = 0; l < lanes; ++l) c[0][l] = static_cast<std::uint32_t>(block + l);
+        static_assert(sizeof blocks == sizeof c[0]);
+        std::memcpy(&c[0], blocks, sizeof blocks);
         c[1] = u32_lanes{} + static_cast<std::uint32_t>(i);
         c[2] = u32_lanes{} + static_cast<std::uint32_t>(h);
         c[3] = u32_lanes{} + static_cast<std::uint32_t>(b);
@@ -199,4 +207,5 @@ class attention_dropout {
   std::array<std::uint32_t, 2> key_;
 };
 
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -40,6 +40,7 @@
 #pragma once
 
 #include "argus/kernel/dropout.hpp"
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/flash_micro_kernels.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -54,6 +55,8 @@
 #include <type_traits>
 #include <vector>
 
+// The problem types are outside the instruction set's namespace: every set's kernels take
+// the same ones (kernel/isa.hpp).
 namespace argus::kernel {
 
 /// One attention call: extents, strided views of Q, K, V and O, the scale and the masks.
@@ -100,6 +103,11 @@ struct attention_problem {
 struct flash_tiles {
   std::size_t q_tile, k_tile;
 };
+
+}  // namespace argus::kernel
+
+namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 namespace detail {
 
@@ -616,7 +624,7 @@ void flash_attention_with(const attention_problem<T>& p) {
 
 /// The tiles flash_attention(p) uses: query rows per tile, keys per tile.
 template <class T>
-flash_tiles flash_attention_tiles(const attention_problem<T>& p) noexcept {
+flash_tiles flash_attention_tiles(const attention_problem<T>& p) {
   using blocking = detail::flash_blocking<T>;
   return {blocking::q_tile, blocking::k_tile(p.d_k, p.d_v)};
 }
@@ -626,7 +634,7 @@ flash_tiles flash_attention_tiles(const attention_problem<T>& p) noexcept {
 /// also allocates, for that call, (m, l, d_v accumulators) per row and key chunk:
 /// batch · heads · seq_q · chunks · (d_v + 2) elements, chunks <= 2 · num_threads().
 template <class T>
-std::size_t flash_attention_scratch_bytes(const attention_problem<T>& p) noexcept {
+std::size_t flash_attention_scratch_bytes(const attention_problem<T>& p) {
   constexpr std::size_t tile = detail::flash_blocking<T>::q_tile;
   const std::size_t group = p.kv_heads == 0 ? 1 : p.heads / p.kv_heads;
   const std::size_t sets = detail::decode_shaped(p) ? (group * p.seq_q + tile - 1) / tile : group;
@@ -671,4 +679,9 @@ void flash_attention(const attention_problem<T>& p) {
   }
 }
 
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_FLASH_ATTENTION_ENTRY_POINTS)
+
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

@@ -32,6 +32,7 @@
 
 #include "argus/kernel/attention_backward.hpp"
 #include "argus/kernel/dropout.hpp"
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/gemm.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -43,6 +44,7 @@
 #include <vector>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 /// Query rows and keys per tile of flash_attention_backward. 128 × 128 (five such tiles per
 /// thread, 320 KiB in float) against 64 × 64: the five products per tile have twice the
@@ -290,4 +292,9 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
   });
 }
 
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_FLASH_ATTENTION_BACKWARD_ENTRY_POINTS)
+
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

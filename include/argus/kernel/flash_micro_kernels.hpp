@@ -29,7 +29,9 @@
 #include <limits>
 #include <type_traits>
 
-namespace argus::kernel::detail {
+namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
+namespace detail {
 
 /// Register blocking and tile sizes of flash_attention for element type T on this target.
 /// Accumulators plus the operands in flight must fit the register file.
@@ -382,4 +384,6 @@ inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n,
   }
 }
 
-}  // namespace argus::kernel::detail
+}  // namespace detail
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
+}  // namespace argus::kernel

@@ -25,6 +25,7 @@
 // serves only two panels, and copying A from L3 shows.
 #pragma once
 
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/gemm_microkernel.hpp"
 #include "argus/kernel/simd.hpp"
 
@@ -35,6 +36,7 @@
 #include <type_traits>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 namespace detail {
 
@@ -234,26 +236,33 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
 /// never read. Pointers need no particular alignment; C must not overlap A, B or bias.
 /// k == 0 gives C = bias (+ C). The first call on a thread allocates its packing buffers
 /// (about 0.5 MiB); later calls allocate nothing.
-// clang-format off
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
 void gemm_nn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
              const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias = nullptr,
              bool accumulate = false) {
-  // clang-format on
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::gemm_nn<T> is defined for float and double");
   detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
 }
 
 /// As gemm_nn, with B given transposed: B is (n x k) row-major and C = alpha * A * B^T.
 /// This is the Q * K^T of attention scores.
-// clang-format off
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
 void gemm_nt(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
              const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias = nullptr,
              bool accumulate = false) {
-  // clang-format on
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::gemm_nt<T> is defined for float and double");
   detail::gemm<true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
 }
 
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_GEMM_ENTRY_POINTS)
+#if defined(ARGUS_EXTERN_KERNELS) && !defined(ARGUS_DISPATCH_KERNELS)
+ARGUS_KERNEL_GEMM_INLINED_CALLEES(extern template, float)
+ARGUS_KERNEL_GEMM_INLINED_CALLEES(extern template, double)
+#endif
+
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

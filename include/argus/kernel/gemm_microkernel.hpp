@@ -13,7 +13,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace argus::kernel::detail {
+namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
+namespace detail {
 
 /// Tile and block sizes of gemm for element type T.
 ///
@@ -121,4 +123,6 @@ gemm_micro_kernel_ptr<T> gemm_micro_kernel_for(std::size_t rows) noexcept {
   return table[rows - 1];
 }
 
-}  // namespace argus::kernel::detail
+}  // namespace detail
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
+}  // namespace argus::kernel

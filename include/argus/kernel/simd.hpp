@@ -4,8 +4,11 @@
 // at compile time from the target: AVX-512 (64 bytes), AVX2/FMA (32 bytes), or a portable
 // 16-byte fallback written with GCC/Clang vector extensions that compiles on any target.
 // Kernels are written once against this interface; nothing else in argus includes
-// <immintrin.h>.
+// <immintrin.h>. Everything here but buffer_alignment lives in the inline namespace of the
+// target's instruction set (kernel/isa.hpp).
 #pragma once
+
+#include "argus/kernel/isa.hpp"
 
 #include <bit>
 #include <cmath>
@@ -22,20 +25,24 @@
 
 namespace argus::kernel {
 
-/// Bytes in one SIMD register of the compilation target.
-#if defined(__AVX512F__)
-inline constexpr std::size_t simd_bytes = 64;
-inline constexpr const char* simd_isa = "avx512";
-#elif defined(__AVX2__) && defined(__FMA__)
-inline constexpr std::size_t simd_bytes = 32;
-inline constexpr const char* simd_isa = "avx2";
-#else
-inline constexpr std::size_t simd_bytes = 16;
-inline constexpr const char* simd_isa = "portable";
-#endif
+/// Alignment of every owning argus buffer: one cache line, and at least one register of any
+/// instruction set (the same in every translation unit, whatever its target).
+inline constexpr std::size_t buffer_alignment = 64;
 
-/// Alignment of every owning argus buffer: one cache line, and at least one register.
-inline constexpr std::size_t buffer_alignment = simd_bytes > 64 ? simd_bytes : 64;
+}  // namespace argus::kernel
+
+namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
+
+/// Bytes in one SIMD register of the compilation target.
+inline constexpr std::size_t simd_bytes = compiled_isa == isa::avx512 ? 64
+                                          : compiled_isa == isa::avx2 ? 32
+                                                                      : 16;
+/// "avx512", "avx2" or "portable": the instruction set this translation unit's kernel code
+/// is compiled for. With a dispatching kernel library the entry points may run another one:
+/// active_isa() says which.
+inline constexpr const char* simd_isa = isa_name(compiled_isa);
+static_assert(simd_bytes <= buffer_alignment);
 
 namespace detail {
 template <class T>
@@ -282,4 +289,5 @@ inline void transpose(simd<T>* rows) noexcept {
   (std::make_index_sequence<std::bit_width(w) - 1>{});
 }
 
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel

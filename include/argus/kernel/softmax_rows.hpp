@@ -4,6 +4,7 @@
 // lds elements between rows) by its softmax. Pointers and run-time extents only.
 #pragma once
 
+#include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/simd.hpp"
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <type_traits>
 
 namespace argus::kernel {
+inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 /// In place, for every row r of s: s[r][j] <- e^(s[r][j] - m) / sum_j' e^(s[r][j'] - m),
 /// with m the row maximum.
@@ -25,11 +27,10 @@ namespace argus::kernel {
 /// over whole registers with several independent accumulators, and one masked register for
 /// the tail. The tail goes through the same vector exp(), so an entry's value does not
 /// depend on its position in the row.
-// clang-format off
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
-void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) noexcept {
-  // clang-format on
+void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::softmax_rows<T> is defined for float and double");
   using V = simd<T>;
   constexpr std::size_t w = V::width;
   constexpr std::size_t lanes = 4;  // independent accumulators per pass
@@ -93,4 +94,9 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) noe
   }
 }
 
+// This header's entry points, declared for the program's use of the kernels
+// (kernel/entry_points.hpp).
+ARGUS_KERNEL_DECLARE_ENTRY_POINTS(ARGUS_KERNEL_SOFTMAX_ROWS_ENTRY_POINTS)
+
+}  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel
