@@ -84,23 +84,26 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
                         [&] { kernel::attention_unfused(p); });
     return;
   }
+  bp.lse = lse.data(), bp.d_o = d_o.data(), bp.d_q = dq.data(), bp.d_k = dk.data(),
+  bp.d_v = dv.data();
+  // The Eigen peer on the same (H,N,D) buffers (head stride n · d).
+  namespace ep = bench::eigen_peer;
+  const ep::core_dims dims{1, h, h, n, n, d, d};
+  const std::size_t hs = n * d;
+  auto eigen_backward = [&] {
+    ep::backward(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d}, {v.data(), elems, hs, d},
+                 {d_o.data(), elems, hs, d}, {dq.data(), elems, hs, d}, {dk.data(), elems, hs, d},
+                 {dv.data(), elems, hs, d}, p.scale, Causal, threads);
+  };
   if constexpr (Timed == pass::both) {
-    bp.lse = lse.data(), bp.d_o = d_o.data(), bp.d_q = dq.data(), bp.d_k = dk.data(),
-    bp.d_v = dv.data();
     const double both = 3.5 * bench::core_flops(1, h, n, n, d, d, Causal);
     if (ev == evaluator::eigen) {
-      namespace ep = bench::eigen_peer;
-      const ep::core_dims dims{1, h, h, n, n, d, d};
-      const std::size_t hs = n * d;
       bench::timed_loop(
           state, threads, both,
           double(ep::backward_bytes(dims, threads) + ep::core_bytes(dims, threads)), [&] {
             ep::core(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d},
                      {v.data(), elems, hs, d}, {o.data(), elems, hs, d}, p.scale, Causal, threads);
-            ep::backward(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d},
-                         {v.data(), elems, hs, d}, {d_o.data(), elems, hs, d},
-                         {dq.data(), elems, hs, d}, {dk.data(), elems, hs, d},
-                         {dv.data(), elems, hs, d}, p.scale, Causal, threads);
+            eigen_backward();
           });
     } else if (ev == evaluator::fused) {
       bench::timed_loop(state, threads, both,
@@ -119,18 +122,10 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
     return;
   }
   kernel::flash_attention(p);
-  bp.lse = lse.data(), bp.d_o = d_o.data(), bp.d_q = dq.data(), bp.d_k = dk.data(),
-  bp.d_v = dv.data();
   const double flops = 2.5 * bench::core_flops(1, h, n, n, d, d, Causal);
   if (ev == evaluator::eigen) {
-    namespace ep = bench::eigen_peer;
-    const ep::core_dims dims{1, h, h, n, n, d, d};
-    const std::size_t hs = n * d;  // head stride of the (H,N,D) layout
-    bench::timed_loop(state, threads, flops, double(ep::backward_bytes(dims, threads)), [&] {
-      ep::backward(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d},
-                   {v.data(), elems, hs, d}, {d_o.data(), elems, hs, d}, {dq.data(), elems, hs, d},
-                   {dk.data(), elems, hs, d}, {dv.data(), elems, hs, d}, p.scale, Causal, threads);
-    });
+    bench::timed_loop(state, threads, flops, double(ep::backward_bytes(dims, threads)),
+                      eigen_backward);
     if (bench::checking()) {
       std::vector<float> got = dq;
       kernel::attention_backward_unfused(bp);

@@ -53,6 +53,24 @@ void for_each_variable(M& m, XQ& x_q, XK& x_k, XV& x_v, F f) {
   if constexpr (M::has_bias) f("b_q", m.b_q), f("b_k", m.b_k), f("b_v", m.b_v), f("b_o", m.b_o);
 }
 
+/// The worst |fd − g| / (1 + |fd|) over the elements of t, fd the central difference
+/// (loss(t + h) − loss(t − h)) / 2h, h = 1e-5, of loss() at each element; t is restored.
+template <class Tensor, class Loss>
+double worst_finite_difference_error(Tensor& t, const double* g, Loss loss) {
+  double worst = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const double h = 1e-5, keep = t.data()[i];
+    t.data()[i] = keep + h;
+    const double up = loss();
+    t.data()[i] = keep - h;
+    const double down = loss();
+    t.data()[i] = keep;
+    const double fd = (up - down) / (2 * h);
+    worst = std::max(worst, std::abs(fd - g[i]) / (1 + std::abs(fd)));
+  }
+  return worst;
+}
+
 template <class Out, class D>
 double dot(const Out& y, const D& d) {
   double s = 0;
@@ -106,18 +124,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(unfused_backward_matches_finite_differences, C, fd
     for_each_tensor(g, [&](const char*, const auto& t) { grads.push_back(t.data()); });
     std::size_t which = 0;
     for_each_variable(m, x_q, x_k, x_v, [&](const char* name, auto& t) {
-      const double* gd = grads[which++];
-      double worst = 0;
-      for (std::size_t i = 0; i < t.size(); ++i) {
-        const double h = 1e-5, keep = t.data()[i];
-        t.data()[i] = keep + h;
-        const double up = loss();
-        t.data()[i] = keep - h;
-        const double down = loss();
-        t.data()[i] = keep;
-        const double fd = (up - down) / (2 * h);
-        worst = std::max(worst, std::abs(fd - gd[i]) / (1 + std::abs(fd)));
-      }
+      const double worst = worst_finite_difference_error(t, grads[which++], loss);
       BOOST_TEST(worst < 1e-7,
                  name << " (" << sizeof...(masks) << " masks): worst relative error " << worst);
     });
@@ -371,17 +378,7 @@ BOOST_AUTO_TEST_CASE(attention_expressions_have_typed_gradients) {
       return dot(forward_for_training(make(), policy, argus::dropout{0.25, 17}).output(), dout);
     };
     auto fd = [&](auto& t, const auto& grad, const char* name) {
-      double worst = 0;
-      for (std::size_t i = 0; i < t.size(); ++i) {
-        const double h = 1e-5, keep = t.data()[i];
-        t.data()[i] = keep + h;
-        const double up = loss();
-        t.data()[i] = keep - h;
-        const double down = loss();
-        t.data()[i] = keep;
-        worst = std::max(worst, std::abs((up - down) / (2 * h) - grad.data()[i]) /
-                                    (1 + std::abs(grad.data()[i])));
-      }
+      const double worst = worst_finite_difference_error(t, grad.data(), loss);
       BOOST_TEST(worst < 1e-7, name << " (" << decltype(policy)::name << "): " << worst);
     };
     fd(q, g.q, "dq"), fd(k, g.k, "dk"), fd(v, g.v, "dv");
