@@ -81,6 +81,22 @@ struct gradients {
   [[no_unique_address]] decltype(Module::b_o) b_o;  // (D_MODEL)
 
   gradients(const SQ& sq, const SK& sk, const SV& sv) : x_q(sq), x_k(sk), x_v(sv) {}
+  /// From the parts, moved in (backward() forms each when its inputs are ready).
+  gradients(tensor<value_type, SQ> xq, tensor<value_type, SK> xk, tensor<value_type, SV> xv,
+            decltype(Module::w_q) wq, decltype(Module::w_k) wk, decltype(Module::w_v) wv,
+            decltype(Module::w_o) wo, decltype(Module::b_q) bq, decltype(Module::b_k) bk,
+            decltype(Module::b_v) bv, decltype(Module::b_o) bo)
+      : x_q(std::move(xq)),
+        x_k(std::move(xk)),
+        x_v(std::move(xv)),
+        w_q(std::move(wq)),
+        w_k(std::move(wk)),
+        w_v(std::move(wv)),
+        w_o(std::move(wo)),
+        b_q(std::move(bq)),
+        b_k(std::move(bk)),
+        b_v(std::move(bv)),
+        b_o(std::move(bo)) {}
 };
 
 namespace detail {
@@ -255,49 +271,74 @@ struct tape_access {
                bias_data<T>(m.b_o));
   }
 
+  /// The order keeps the high-water mark low: dA lives only through the core's backward, the
+  /// gradient of each input is allocated when its dQ, dK or dV is done with and that one is
+  /// freed at once, so at most the tape, dQ, dK, dV and one of dA or an input gradient are
+  /// alive together (docs/explanation/training.md, "Memory").
   template <class Tape, class Policy, class T>
   static typename Tape::gradients_type backward(const Tape& ct, const T* dout, Policy) {
     using M = typename Tape::module_type;
+    using G = typename Tape::gradients_type;
     Tape& t = const_cast<Tape&>(ct);  // problem() takes non-const pointers; nothing of t is written
     const M& m = *t.module_;
-    typename Tape::gradients_type g(t.x_q_.view.shape(), t.x_k_.view.shape(), t.x_v_.view.shape());
     const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
                       skv = t.x_k_.view.extent(1);
     const std::size_t rq = batch * sq, rkv = batch * skv;
     constexpr std::size_t hk = M::heads * M::d_k, hv = M::heads * M::d_v;
     constexpr std::size_t gk = M::kv_heads * M::d_k, gv = M::kv_heads * M::d_v;
+    decltype(M::w_q) w_q;
+    decltype(M::w_k) w_k;
+    decltype(M::w_v) w_v;
+    decltype(M::w_o) w_o;
+    decltype(M::b_q) b_q;
+    decltype(M::b_k) b_k;
+    decltype(M::b_v) b_v;
+    decltype(M::b_o) b_o;
 
     // out = A·W_o + b_o
     aligned_buffer<T> d_a(rq * hv, uninitialized);  // (B,SEQ_Q,H*D_V)
     rows_times_transposed(rq, hv, M::d_model, dout, m.w_o.data(), d_a.data());
-    weight_gradient(rq, hv, M::d_model, t.a_.data(), dout, g.w_o.data(), bias_data<T>(g.b_o));
+    weight_gradient(rq, hv, M::d_model, t.a_.data(), dout, w_o.data(), bias_data<T>(b_o));
 
     // The attention core.
     aligned_buffer<T> d_q(rq * hk, uninitialized), d_k(rkv * gk, uninitialized),
         d_v(rkv * gv, uninitialized);
-    mask_storage<T> keep;
-    kernel::attention_backward_problem<T> bp;
-    bp.f = problem(t, keep);
-    bp.lse = t.lse_.data();
-    bp.d_o = d_a.data();
-    bp.d_q = d_q.data(), bp.d_k = d_k.data(), bp.d_v = d_v.data();
-    if constexpr (std::is_same_v<Policy, fused_policy>)
-      kernel::flash_attention_backward(bp);
-    else
-      kernel::attention_backward_unfused(bp);
-    d_a = aligned_buffer<T>();  // freed before the weight gradients' buffers
+    {
+      mask_storage<T> keep;
+      kernel::attention_backward_problem<T> bp;
+      bp.f = problem(t, keep);
+      bp.lse = t.lse_.data();
+      bp.d_o = d_a.data();
+      bp.d_q = d_q.data(), bp.d_k = d_k.data(), bp.d_v = d_v.data();
+      if constexpr (std::is_same_v<Policy, fused_policy>)
+        kernel::flash_attention_backward(bp);
+      else
+        kernel::attention_backward_unfused(bp);
+    }
+    d_a = aligned_buffer<T>();  // freed before the inputs' gradients are allocated
 
-    // Q = x_q·W_q + b_q, K = x_k·W_k + b_k, V = x_v·W_v + b_v
-    weight_gradient(rq, M::d_model, hk, t.x_q_.view.data(), d_q.data(), g.w_q.data(),
-                    bias_data<T>(g.b_q));
-    weight_gradient(rkv, M::kdim, gk, t.x_k_.view.data(), d_k.data(), g.w_k.data(),
-                    bias_data<T>(g.b_k));
-    weight_gradient(rkv, M::vdim, gv, t.x_v_.view.data(), d_v.data(), g.w_v.data(),
-                    bias_data<T>(g.b_v));
-    rows_times_transposed(rq, M::d_model, hk, d_q.data(), m.w_q.data(), g.x_q.data());
-    rows_times_transposed(rkv, M::kdim, gk, d_k.data(), m.w_k.data(), g.x_k.data());
-    rows_times_transposed(rkv, M::vdim, gv, d_v.data(), m.w_v.data(), g.x_v.data());
-    return g;
+    // Q = x_q·W_q + b_q, K = x_k·W_k + b_k, V = x_v·W_v + b_v: each input's gradient
+    // allocated when its turn comes, and the dQ, dK or dV it came from freed after it.
+    const auto input_gradient = [](const auto& x, std::size_t rows, std::size_t width,
+                                   aligned_buffer<T>& d, std::size_t hd, const T* w) {
+      using S = std::remove_cvref_t<decltype(x.view.shape())>;
+      aligned_buffer<T> dx(rows * width, uninitialized);
+      rows_times_transposed(rows, width, hd, d.data(), w, dx.data());
+      d = aligned_buffer<T>();
+      return tensor_access::adopt<T, S>(x.view.shape(), std::move(dx));
+    };
+    weight_gradient(rq, M::d_model, hk, t.x_q_.view.data(), d_q.data(), w_q.data(),
+                    bias_data<T>(b_q));
+    auto x_q = input_gradient(t.x_q_, rq, M::d_model, d_q, hk, m.w_q.data());
+    weight_gradient(rkv, M::kdim, gk, t.x_k_.view.data(), d_k.data(), w_k.data(),
+                    bias_data<T>(b_k));
+    auto x_k = input_gradient(t.x_k_, rkv, M::kdim, d_k, gk, m.w_k.data());
+    weight_gradient(rkv, M::vdim, gv, t.x_v_.view.data(), d_v.data(), w_v.data(),
+                    bias_data<T>(b_v));
+    auto x_v = input_gradient(t.x_v_, rkv, M::vdim, d_v, gv, m.w_v.data());
+    return G(std::move(x_q), std::move(x_k), std::move(x_v), std::move(w_q), std::move(w_k),
+             std::move(w_v), std::move(w_o), std::move(b_q), std::move(b_k), std::move(b_v),
+             std::move(b_o));
   }
 
   template <class Module, class Policy, class E, class SQ, class SK, class SV, class T>
