@@ -11,10 +11,10 @@
 // (with dropout, kernel/dropout.hpp: P̃ = P ∘ keep in dV, dP = keep ∘ dO_i V_jᵀ, the
 // decisions recomputed per tile from the seed),
 //     dK_j += scale · dSᵀ Q_i              dQ_i += scale · dS K_j
-// with kernel::gemm on the tiles. A causal mask skips the query tiles that lie wholly
-// before the key tile (their P is 0) and is applied only on tiles crossing the diagonal;
-// the other masks are applied per tile; a row whose keys are all masked (lse = -inf) has
-// P = 0 and gets no gradient.
+// with kernel::gemm on the tiles (Pᵀ and dSᵀ read transposed while packed, never copied). A causal
+// mask skips the query tiles that lie wholly before the key tile (their P is 0) and is applied only
+// on tiles crossing the diagonal; the other masks are applied per tile; a row whose keys are all
+// masked (lse = -inf) has P = 0 and gets no gradient.
 //
 // Threads. dK_j and dV_j belong to one item, so they need no synchronisation; dQ_i receives
 // a term from every key tile. When there are enough (batch item, K/V head) pairs for the
@@ -27,7 +27,7 @@
 // No atomics either way; for a fixed thread count the result is the same on every run (the
 // task, not the OS thread, fixes the work), and since no task's work depends on the head,
 // heads with equal weights get bitwise equal gradients. Memory beyond the outputs: D
-// (batch · heads · seq_q), per thread five tiles, and on the column path (T − 1) partial dQ.
+// (batch · heads · seq_q), per thread three tiles, and on the column path (T − 1) partial dQ.
 #pragma once
 
 #include "argus/kernel/attention_backward.hpp"
@@ -46,11 +46,11 @@
 namespace argus::kernel {
 inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
-/// Query rows and keys per tile of flash_attention_backward. 128 × 128 (five such tiles per
-/// thread, 320 KiB in float) against 64 × 64: the five products per tile have twice the
-/// depth and the operands that stay fixed over a key tile's loop (K_j, V_j) are packed half
-/// as often; measured 4-13 % less CPU time (h 8, d 64, n 1024 and 4096, causal or not, one
-/// thread, AMD EPYC Zen AVX2, bench_attention_backward, 2026-11-23).
+/// Query rows and keys per tile of flash_attention_backward. 128 × 128 (three such tiles per
+/// thread, 192 KiB in float; five when this was measured) against 64 × 64: the five products per
+/// tile have twice the depth and the operands that stay fixed over a key tile's loop (K_j, V_j) are
+/// packed half as often; measured 4-13 % less CPU time (h 8, d 64, n 1024 and 4096, causal or not,
+/// one thread, AMD EPYC Zen AVX2, bench_attention_backward, 2026-11-23).
 struct flash_backward_tiles {
   static constexpr std::size_t q_tile = 128, k_tile = 128;
 };
@@ -79,18 +79,25 @@ void backward_row_dots(const attention_backward_problem<T>& bp, T* d) {
   });
 }
 
-/// One thread's tiles: P and dS (Q_TILE × K_TILE), their transposes, and the dropout
-/// factors (Q_TILE × K_TILE).
+/// One thread's tiles: P, dS and the dropout factors, each (Q_TILE × K_TILE). Pᵀ dO and
+/// dSᵀ Q read P and dS transposed while packing (gemm's sliver_layout::steps): no
+/// transposed copies.
 template <class T>
 struct backward_tiles {
   static constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
-  std::vector<T> storage = std::vector<T>(5 * bq * bk);
+  static constexpr std::size_t count = 3;
+  std::vector<T> storage = std::vector<T>(count * bq * bk);
   T* p() noexcept { return storage.data(); }                   // (Q_TILE,K_TILE)
   T* ds() noexcept { return storage.data() + bq * bk; }        // (Q_TILE,K_TILE)
-  T* pt() noexcept { return storage.data() + 2 * bq * bk; }    // (K_TILE,Q_TILE)
-  T* dst() noexcept { return storage.data() + 3 * bq * bk; }   // (K_TILE,Q_TILE)
-  T* keep() noexcept { return storage.data() + 4 * bq * bk; }  // (Q_TILE,K_TILE)
+  T* keep() noexcept { return storage.data() + 2 * bq * bk; }  // (Q_TILE,K_TILE)
 };
+
+/// C (m × n) (+)= alpha · Aᵀ B for A given as at (k × m, row stride ldat), B (k × n).
+template <class T>
+void gemm_tn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* at, std::size_t ldat,
+             const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate) {
+  gemm<false, T, true>(m, n, k, alpha, at, ldat, b, ldb, c, ldc, nullptr, accumulate);
+}
 
 template <class T>
 backward_tiles<T>& thread_backward_tiles() {
@@ -190,13 +197,10 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       if (keep != nullptr)                                     // P̃ = P ∘ keep, for dV
         for (std::size_t r = 0; r < nq; ++r)
           for (std::size_t j = 0; j < nk; ++j) pp[r * bk + j] *= keep[r * bk + j];
-      transpose_into(nq, nk, pp, bk, tiles.pt(), bq);
-      gemm_nn<T>(nk, p.d_v, nq, T(1), tiles.pt(), bq, d_o, p.o_row, dv, p.v_row, nullptr,
-                 true);  // dV += P̃ᵀ dO
+      gemm_tn<T>(nk, p.d_v, nq, T(1), pp, bk, d_o, p.o_row, dv, p.v_row, true);  // dV += P̃ᵀ dO
       gemm_nn<T>(nq, p.d_k, nk, p.scale, ds, bk, k, p.k_row, dq, dq_row, nullptr,
                  true);  // dQ += scale dS K
-      transpose_into(nq, nk, ds, bk, tiles.dst(), bq);
-      gemm_nn<T>(nk, p.d_k, nq, p.scale, tiles.dst(), bq, q, p.q_row, dk, p.k_row, nullptr,
+      gemm_tn<T>(nk, p.d_k, nq, p.scale, ds, bk, q, p.q_row, dk, p.k_row,
                  true);  // dK += scale dSᵀ Q
     }
   }
@@ -223,7 +227,9 @@ std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& 
                                 ? 1
                                 : std::max<std::size_t>(1, std::min(threads, columns));
   const std::size_t rows = p.batch * p.heads * p.seq_q;
-  return (rows + (tasks - 1) * rows * p.d_k + threads * 5 * bq * bk) * sizeof(T);
+  return (rows + (tasks - 1) * rows * p.d_k +
+          threads * detail::backward_tiles<T>::count * bq * bk) *
+         sizeof(T);
 }
 
 /// The gradients dQ, dK, dV of bp.f given dO and the forward's log-sum-exp bp.lse (as

@@ -34,6 +34,7 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 namespace argus::kernel {
 inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
@@ -86,6 +87,27 @@ inline void pack_a_sliver(std::size_t rows, std::size_t kc, const T* a, std::siz
                           T* dst) noexcept {
   for (std::size_t i = 0; i < rows; ++i)
     std::memcpy(dst + i * gemm_tile<T>::kc, a + i * lda, kc * sizeof(T));
+}
+
+/// A sliver from row-major Aᵀ (k x m): rows [0, rows) of A (columns of `at`), k steps
+/// [0, kc), into dst k step by k step (sliver_layout::steps: element (i, p) at
+/// dst[p * rows + i]); each step's rows are contiguous in `at`. The row count is made a
+/// constant (one loop per count up to mr) so that a step is a couple of moves, not a loop.
+template <class T>
+inline void pack_a_sliver_steps(std::size_t rows, std::size_t kc, const T* at, std::size_t ldat,
+                                T* dst) noexcept {
+  constexpr std::size_t mr = gemm_tile<T>::mr;
+  [&]<std::size_t... R>(std::index_sequence<R...>) {
+    (void)((rows == R + 1 ? (
+                                [&] {
+                                  for (std::size_t p = 0; p < kc; ++p, at += ldat, dst += R + 1)
+                                    std::memcpy(dst, at, (R + 1) * sizeof(T));
+                                }(),
+                                true)
+                          : false) ||
+           ...);
+  }
+  (std::make_index_sequence<mr>{});
 }
 
 /// B panel from row-major B(k x n): rows [0, kc), columns [0, cols) into dst(kc x nr);
@@ -169,10 +191,13 @@ void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::si
     }
 }
 
-template <bool TransposedB, class T>
+/// The loop nest of gemm_nn (TransposedB false), gemm_nt (TransposedB true) and, with
+/// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
+template <bool TransposedB, class T, bool TransposedA = false>
 void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
           const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate) {
   using tile = gemm_tile<T>;
+  constexpr sliver_layout a_layout = TransposedA ? sliver_layout::steps : sliver_layout::rows;
   if (m == 0 || n == 0) return;
   if (k == 0) return gemm_empty_k(m, n, c, ldc, bias, accumulate);
 
@@ -194,13 +219,17 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       // so that no sliver wastes FMAs on padding or runs a short, latency-bound tile.
       const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
       const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
-      const auto short_kernel = gemm_micro_kernel_for<T>(short_rows);
-      const auto tall_kernel = gemm_micro_kernel_for<T>(std::min(short_rows + 1, tile::mr));
+      const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(short_rows);
+      const auto tall_kernel =
+          gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
         const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
         const auto kernel = s < tall_slivers ? tall_kernel : short_kernel;
-        pack_a_sliver(rows, kc, a + ir * lda + pc, lda, buffers.a);
+        if constexpr (TransposedA)
+          pack_a_sliver_steps(rows, kc, a + pc * lda + ir, lda, buffers.a);
+        else
+          pack_a_sliver(rows, kc, a + ir * lda + pc, lda, buffers.a);
         T* c_rows = c + ir * ldc + jc;
         for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
           const std::size_t cols = std::min(tile::nr, nc - jr);

@@ -59,20 +59,28 @@ template <std::size_t N, class F>
   unroll(std::forward<F>(f), std::make_index_sequence<N>{});
 }
 
+/// How a packed A sliver is laid out: row by row with the fixed stride gemm_tile<T>::kc (a
+/// copy of rows of a row-major A), or k step by k step with stride Rows (a copy of rows of
+/// a row-major Aᵀ, for C = Aᵀ B: each k step's Rows values are contiguous in both).
+enum class sliver_layout { rows, steps };
+
 /// C(Rows x nr) = alpha * A B + (bias broadcast over rows, if bias) + (C, if load_c).
 ///
-/// a: packed sliver, element (i, p) at a[i * gemm_tile<T>::kc + p], i < Rows, p < kc.
+/// a: packed sliver, element (i, p) at a[i * gemm_tile<T>::kc + p] (Layout rows) or
+/// a[p * Rows + i] (Layout steps), i < Rows, p < kc.
 /// b: packed panel, element (p, j) at b[p * nr + j].
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
-template <class T, std::size_t Rows>
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
                        T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
                        bool load_c) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
   constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
-  constexpr std::size_t lda = tile::kc;
+  // Distance between rows of the sliver, and between k steps.
+  constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
+  constexpr std::size_t step = Layout == sliver_layout::rows ? 1 : Rows;
   static_assert(Rows >= 1 && Rows <= tile::mr);
 
   V acc[Rows][nv];
@@ -90,7 +98,7 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
       unroll<nv>([&](auto j)
                      __attribute__((always_inline)) { acc[i][j] = fma(ai, bv[j], acc[i][j]); });
     });
-    a += 1;
+    a += step;
     b += nr;
   }
 
@@ -113,11 +121,12 @@ template <class T>
 using gemm_micro_kernel_ptr = void (*)(std::size_t, const T*, const T*, T*, std::size_t, T,
                                        const T*, bool) noexcept;
 
-/// gemm_micro_kernel<T, rows> for a run-time row count 1 <= rows <= mr.
-template <class T>
+/// gemm_micro_kernel<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows>
 gemm_micro_kernel_ptr<T> gemm_micro_kernel_for(std::size_t rows) noexcept {
   static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
-    return std::array<gemm_micro_kernel_ptr<T>, sizeof...(R)>{&gemm_micro_kernel<T, R + 1>...};
+    return std::array<gemm_micro_kernel_ptr<T>, sizeof...(R)>{
+        &gemm_micro_kernel<T, R + 1, Layout>...};
   }
   (std::make_index_sequence<gemm_tile<T>::mr>{});
   return table[rows - 1];

@@ -9,6 +9,7 @@
 #define BOOST_TEST_MODULE kernel_flash_attention
 #include "argus/kernel/flash_attention.hpp"
 
+#include "argus/kernel/attention_backward.hpp"
 #include "argus/kernel/parallel.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -430,4 +431,29 @@ BOOST_AUTO_TEST_CASE(tiles_and_scratch_do_not_grow_with_the_sequence) {
   const argus::kernel::flash_tiles t = argus::kernel::flash_attention_tiles(p);
   BOOST_TEST(t.q_tile % argus::kernel::simd<float>::width == 0u);
   BOOST_TEST(t.k_tile >= 1u);
+}
+
+// The backward passes' transpose: register blocks and the ragged edges, every size around
+// the vector width, strided source and destination; bitwise, no element outside written.
+BOOST_AUTO_TEST_CASE_TEMPLATE(transpose_into_every_edge_size, T, scalar_types) {
+  constexpr std::size_t w = argus::kernel::simd<T>::width;
+  for (std::size_t rows = 0; rows <= 3 * w + 1; ++rows)
+    for (std::size_t cols : {std::size_t{0}, std::size_t{1}, w - 1, w, w + 1, 2 * w + 3}) {
+      const std::size_t ld_src = cols + 3, ld_dst = rows + 5;
+      std::vector<T> src(rows * ld_src), dst(cols * ld_dst + 1, T(-7));
+      for (std::size_t i = 0; i < src.size(); ++i) src[i] = T(i) + T(0.25);
+      argus::kernel::detail::transpose_into(rows, cols, src.data(), ld_src, dst.data(), ld_dst);
+      std::size_t wrong = 0, touched = 0;
+      for (std::size_t c = 0; c < cols; ++c)
+        for (std::size_t r = 0; r < ld_dst; ++r) {
+          const T got = dst[c * ld_dst + r];
+          if (r < rows)
+            wrong += got != src[r * ld_src + c];
+          else
+            touched += got != T(-7);
+        }
+      BOOST_TEST(wrong == 0u, "rows " << rows << " cols " << cols);
+      BOOST_TEST(touched == 0u, "rows " << rows << " cols " << cols);
+      BOOST_TEST(dst.back() == T(-7));
+    }
 }

@@ -18,7 +18,8 @@
 #include <tuple>
 #include <vector>
 
-// gemm_nn and gemm_nt against a double-accumulated triple loop, on every edge the blocking
+// gemm_nn, gemm_nt and the backward passes' Aᵀ B (detail::gemm with TransposedA) against a
+// double-accumulated triple loop, on every edge the blocking
 // has: m, n, k around the tile sizes (mr = 14 or 6 rows, nr = 2 registers, kc = 256),
 // leading dimensions wider than the rows, base pointers one element off alignment, bias,
 // accumulate, alpha != 1, k == 0. C is poisoned with NaN where it must not be read, and its
@@ -28,7 +29,7 @@ namespace {
 
 using element_types = std::tuple<float, double>;
 
-enum class layout { nn, nt };
+enum class layout { nn, nt, tn };  // tn: C = Aᵀ B, A given as (k x m)
 
 /// One product to check; pads are extra elements at the end of every row.
 struct problem {
@@ -42,9 +43,12 @@ struct problem {
 
 std::string describe(layout l, const problem& p) {
   std::ostringstream s;
-  s << (l == layout::nn ? "gemm_nn" : "gemm_nt") << " m=" << p.m << " n=" << p.n << " k=" << p.k
-    << " pads=(" << p.pad_a << "," << p.pad_b << "," << p.pad_c << ") offset=" << p.offset
-    << " bias=" << p.bias << " accumulate=" << p.accumulate << " alpha=" << p.alpha;
+  s << (l == layout::nn   ? "gemm_nn"
+        : l == layout::nt ? "gemm_nt"
+                          : "gemm Aᵀ B")
+    << " m=" << p.m << " n=" << p.n << " k=" << p.k << " pads=(" << p.pad_a << "," << p.pad_b << ","
+    << p.pad_c << ") offset=" << p.offset << " bias=" << p.bias << " accumulate=" << p.accumulate
+    << " alpha=" << p.alpha;
   return s.str();
 }
 
@@ -73,18 +77,19 @@ struct operand {
 template <class T>
 std::string check(layout l, const problem& p, std::mt19937& rng) {
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  const std::size_t lda = p.k + p.pad_a;
-  const std::size_t ldb = (l == layout::nn ? p.n : p.k) + p.pad_b;
+  const bool tn = l == layout::tn, b_plain = l != layout::nt;
+  const std::size_t lda = (tn ? p.m : p.k) + p.pad_a;
+  const std::size_t ldb = (b_plain ? p.n : p.k) + p.pad_b;
   const std::size_t ldc = p.n + p.pad_c;
-  const std::size_t b_rows = l == layout::nn ? p.k : p.n;
-  operand<T> a(p.m, lda, p.offset, T(sentinel));
+  const std::size_t b_rows = b_plain ? p.k : p.n;
+  operand<T> a(tn ? p.k : p.m, lda, p.offset, T(sentinel));
   operand<T> b(b_rows, ldb, p.offset, T(sentinel));
   operand<T> c(p.m, ldc, p.offset, T(sentinel));
   std::vector<T> bias(p.n);
   for (std::size_t i = 0; i < p.m; ++i)
-    for (std::size_t j = 0; j < p.k; ++j) a.at(i, j) = T(dist(rng));
+    for (std::size_t j = 0; j < p.k; ++j) (tn ? a.at(j, i) : a.at(i, j)) = T(dist(rng));
   for (std::size_t i = 0; i < b_rows; ++i)
-    for (std::size_t j = 0; j < (l == layout::nn ? p.n : p.k); ++j) b.at(i, j) = T(dist(rng));
+    for (std::size_t j = 0; j < (b_plain ? p.n : p.k); ++j) b.at(i, j) = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
   // Without accumulate, C must only be written: NaN there would leak into the result.
   for (std::size_t i = 0; i < p.m; ++i)
@@ -97,9 +102,12 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
   if (l == layout::nn)
     argus::kernel::gemm_nn<T>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc,
                               bias_ptr, p.accumulate);
-  else
+  else if (l == layout::nt)
     argus::kernel::gemm_nt<T>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc,
                               bias_ptr, p.accumulate);
+  else
+    argus::kernel::detail::gemm<false, T, true>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb,
+                                                c.data(), ldc, bias_ptr, p.accumulate);
 
   const double tol = tolerance<T> * std::sqrt(double(std::max<std::size_t>(p.k, 1)));
   operand<T> c_orig = c_before;
@@ -107,8 +115,8 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
     for (std::size_t j = 0; j < p.n; ++j) {
       double sum = 0, scale = 0;
       for (std::size_t q = 0; q < p.k; ++q) {
-        const double x = a.at(i, q);
-        const double y = l == layout::nn ? b.at(q, j) : b.at(j, q);
+        const double x = tn ? a.at(q, i) : a.at(i, q);
+        const double y = b_plain ? b.at(q, j) : b.at(j, q);
         sum += x * y;
         scale += std::abs(x * y);
       }
@@ -142,7 +150,7 @@ constexpr std::size_t edge_sizes[] = {0, 1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 63, 
 /// each option: pads, offset, bias, accumulate and alpha vary with the combination index.
 template <class T>
 void check_all_edge_sizes(layout l) {
-  std::mt19937 rng(l == layout::nn ? 1 : 2);
+  std::mt19937 rng(l == layout::nn ? 1 : l == layout::nt ? 2 : 5);
   std::size_t index = 0, failures = 0;
   for (std::size_t m : edge_sizes)
     for (std::size_t n : edge_sizes)
@@ -165,7 +173,7 @@ void check_all_edge_sizes(layout l) {
 /// Random shapes up to 300 x 700 x 513 (k above one kc block), random options.
 template <class T>
 void check_random_shapes(layout l) {
-  std::mt19937 rng(l == layout::nn ? 3 : 4);
+  std::mt19937 rng(l == layout::nn ? 3 : l == layout::nt ? 4 : 6);
   std::uniform_int_distribution<std::size_t> dm(1, 300), dn(1, 700), dk(1, 513), pad(0, 9);
   std::vector<problem> problems{{300, 700, 513}, {300, 700, 513, 7, 9, 11, 1, true, true, 0.5}};
   for (int r = 0; r < 10; ++r) {
@@ -191,6 +199,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_every_edge_size, T, element_types) {
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(nt_every_edge_size, T, element_types) {
   check_all_edge_sizes<T>(layout::nt);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(tn_every_edge_size, T, element_types) {
+  check_all_edge_sizes<T>(layout::tn);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(tn_random_large_shapes, T, element_types) {
+  check_random_shapes<T>(layout::tn);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_random_large_shapes, T, element_types) {
