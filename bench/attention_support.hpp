@@ -107,12 +107,16 @@ inline void add_peer_context() {
 
 // --- the FMA peak ----------------------------------------------------------------------------
 
-/// BM_peak_fma/threads:N: the peak that peak_pct divides by (GFLOPS), as measured.
+/// BM_peak_fma/threads:N: the peak that peak_pct divides by (GFLOPS), as measured; its label
+/// names the instruction set and register width it was measured with, those of the kernels.
 inline void peak_fma_row(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(peak_gflops(threads));
-  state.counters["GFLOPS"] = peak_gflops(threads);
+  const fma_peak& peak = measured_peak(threads);
+  state.counters["GFLOPS"] = peak.gflops;
   state.counters["peak_pct"] = 100.0;
+  state.SetLabel(std::string(kernel::isa_name(peak.instruction_set)) + ", " +
+                 std::to_string(peak.float_lanes) + " float lanes");
 }
 
 // --- rows ----------------------------------------------------------------------------------------

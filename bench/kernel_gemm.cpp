@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <random>
+#include <string>
 #include <vector>
 
 #if __has_include(<Eigen/Core>)
@@ -61,11 +62,16 @@ std::vector<T> random_matrix(std::size_t size, unsigned seed) {
   return x;
 }
 
+/// The peak loop of the instruction set the kernels run (argus/bench/peak.hpp), timed as the
+/// gemms are; its label names the set.
 void BM_peak_fma(benchmark::State& state) {
   constexpr std::size_t iterations = 1 << 16;
-  for (auto _ : state) benchmark::DoNotOptimize(argus::bench::detail::fma_chains(iterations));
-  set_counters(state, 2.0 * argus::bench::detail::peak_chains * argus::kernel::simd<float>::width *
-                          double(iterations));
+  const argus::bench::detail::fma_peak_loop loop =
+      argus::bench::detail::peak_loop_for(argus::kernel::active_isa());
+  for (auto _ : state) benchmark::DoNotOptimize(loop.run(iterations));
+  set_counters(state, 2.0 * double(loop.chains) * double(loop.float_lanes) * double(iterations));
+  state.SetLabel(std::string(argus::kernel::isa_name(loop.instruction_set)) + ", " +
+                 std::to_string(loop.float_lanes) + " float lanes");
 }
 BENCHMARK(BM_peak_fma);
 

@@ -2,6 +2,10 @@
 // input: the configuration, the output's shape and checksum, each head's attention weights
 // for the first query, and the fused and unfused evaluators side by side (agreement and
 // time). `make demo` builds and runs it.
+//
+// "SIMD" names the instruction set the kernels run: argus::kernel::active_isa(). Linked with
+// a dispatching kernel library (argus_add_kernel_library(... DISPATCH)) that set is chosen at
+// run time, and may differ from the one this file is compiled for (compiled_isa).
 #include <argus/argus.hpp>
 
 #include <algorithm>
@@ -9,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -23,6 +28,20 @@ void init_uniform(Tensor& t, std::size_t fan_in, std::mt19937& g) {
   const float a = 1.0f / std::sqrt(float(fan_in));
   std::uniform_real_distribution<float> u(-a, a);
   for (auto& v : t) v = u(g);
+}
+
+/// The instruction set the kernels run, and how it was chosen where a library chose it.
+std::string kernel_isa() {
+  namespace k = argus::kernel;
+  const k::isa runs = k::active_isa();
+  std::string s = k::isa_name(runs);
+  if (k::isa_chosen_at_run_time) {
+    s += " (chosen at run time";
+    if (runs != k::compiled_isa)
+      s += std::string("; this program is compiled for ") + k::isa_name(k::compiled_isa);
+    s += ")";
+  }
+  return s;
 }
 
 template <class F>
@@ -50,7 +69,7 @@ int main() {
               argus::version_major, argus::version_minor, argus::version_patch);
   std::printf("  d_model %zu, heads %zu, d_k %zu, d_v %zu, bias %s, threads %zu, SIMD %s\n",
               mha_t::d_model, mha_t::heads, mha_t::d_k, mha_t::d_v, mha_t::has_bias ? "yes" : "no",
-              argus::num_threads(), argus::kernel::simd_isa);
+              argus::num_threads(), kernel_isa().c_str());
 
   // A short sentence of 12 tokens: x[t][j] = sin(t / 10000^(j/d)) style positional signal.
   const std::size_t n = 12;

@@ -22,7 +22,8 @@
 //                       n·h·d_v·d_model), and the core, 4·B·h·n²·d_k (d_k = d_v); softmax, bias and
 //                       copies count 0
 //   peak_pct            GFLOPS ÷ the FMA peak of the same thread count measured in the same
-//                       process (argus/bench/peak.hpp), × 100
+//                       process, in the registers of the instruction set the kernels run
+//                       (argus/bench/peak.hpp), × 100
 //   bytes_materialised  argus: explain(y, policy).materialised_bytes(), the buffers the plan
 //                       allocates besides its inputs and the output; another evaluator: what
 //                       its prepared_call says
@@ -63,13 +64,17 @@ namespace argus::bench {
 
 // --- counters ------------------------------------------------------------------------------------
 
-/// The measured FMA peak of `threads` threads, in GFLOP/s; measured once per process.
-inline double peak_gflops(int threads) {
-  static std::map<int, double> cache;
+/// The measured FMA peak of `threads` threads, for the instruction set the kernels run
+/// (measure_peak); measured once per process.
+inline const fma_peak& measured_peak(int threads) {
+  static std::map<int, fma_peak> cache;
   auto it = cache.find(threads);
-  if (it == cache.end()) it = cache.emplace(threads, measure_peak_gflops(threads)).first;
+  if (it == cache.end()) it = cache.emplace(threads, measure_peak(threads)).first;
   return it->second;
 }
+
+/// measured_peak(threads) in GFLOP/s: what peak_pct divides by.
+inline double peak_gflops(int threads) { return measured_peak(threads).gflops; }
 
 /// A field of /proc/self/status in kB (VmHWM, VmRSS), or -1.
 inline long status_kib(const std::string& key) {

@@ -6,11 +6,14 @@
 // whether it runs fused or unfused, what it computes, its result shape and the bytes it
 // materialises; a fused loop nest also gives its tiles and per-thread scratch. The total
 // is what the plan allocates besides its inputs (the n×n scores of every head, unfused).
+// Its last line names the instruction set the kernels run (kernel::active_isa()) and whether
+// a dispatching kernel library chose it at run time or the program was compiled for it.
 #pragma once
 
 #include <argus/eval/fused_attention.hpp>
 #include <argus/eval/select.hpp>
 #include <argus/expr/attention.hpp>
+#include <argus/kernel/isa.hpp>
 
 #include <cstddef>
 #include <ostream>
@@ -34,6 +37,11 @@ struct plan_step {
 struct plan {
   std::string policy;
   std::vector<plan_step> steps;  // pre-order: a step, then the steps of its operands
+  /// The instruction set the kernels run: kernel::active_isa() when the plan was made.
+  kernel::isa instruction_set = kernel::isa::portable;
+  /// True when a dispatching kernel library chose it at run time (from the CPU, or from
+  /// ARGUS_ISA); false when the kernels are compiled for the program's own target.
+  bool chosen_at_run_time = false;
   std::size_t materialised_bytes() const noexcept {
     std::size_t n = 0;
     for (const auto& s : steps) n += s.bytes;
@@ -52,6 +60,10 @@ struct plan {
       if (s.bytes) os << ", " << s.bytes << " bytes";
       os << "\n";
     }
+    os << "kernels: " << kernel::isa_name(p.instruction_set) << " ("
+       << kernel::isa_register_bytes(p.instruction_set) << "-byte registers), "
+       << (p.chosen_at_run_time ? "chosen at run time" : "the set this program is compiled for")
+       << "\n";
     return os;
   }
 };
@@ -149,10 +161,12 @@ struct planner {
 
 }  // namespace detail
 
-/// The plan of e under policy p: argus::unfused or argus::fused.
+/// The plan of e under policy p: argus::unfused or argus::fused. In a program that links a
+/// dispatching kernel library, throws kernel::isa_error where ARGUS_ISA cannot be honoured,
+/// as every kernel call then does.
 template <Expression E, EvaluationPolicy P>
 plan explain(const E& e, P) {
-  plan out{P::name, {}};
+  plan out{P::name, {}, kernel::active_isa(), kernel::isa_chosen_at_run_time};
   detail::planner<P>{out}(e, 0);
   return out;
 }

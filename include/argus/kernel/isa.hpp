@@ -57,6 +57,19 @@ constexpr const char* isa_name(isa i) noexcept {
   return "portable";
 }
 
+/// Bytes in one vector register of a set's code: 64 (AVX-512), 32 (AVX2), 16 (portable).
+constexpr std::size_t isa_register_bytes(isa i) noexcept {
+  switch (i) {
+    case isa::avx2:
+      return 32;
+    case isa::avx512:
+      return 64;
+    case isa::portable:
+      break;
+  }
+  return 16;
+}
+
 /// The CPU features a set's code may use, as __builtin_cpu_supports names them.
 constexpr const char* isa_features(isa i) noexcept {
   switch (i) {
@@ -160,10 +173,14 @@ inline constexpr isa compiled_isa = isa::ARGUS_KERNEL_TARGET_ISA;
 /// at the first call (choose_isa with ARGUS_ISA), then fixed for the process. Throws
 /// isa_error when ARGUS_ISA cannot be honoured (and so does every entry point then).
 isa active_isa();
+/// Whether active_isa() is chosen at run time: true, a dispatching kernel library chooses it.
+inline constexpr bool isa_chosen_at_run_time = true;
 #else
 /// The instruction set the kernel entry points run: without a dispatching kernel library,
 /// the one this translation unit is compiled for.
 inline isa active_isa() { return compiled_isa; }
+/// Whether active_isa() is chosen at run time: false, it is the compilation target's.
+inline constexpr bool isa_chosen_at_run_time = false;
 #endif
 
 }  // namespace ARGUS_KERNEL_ISA_NAMESPACE

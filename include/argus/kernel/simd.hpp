@@ -35,9 +35,7 @@ namespace argus::kernel {
 inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 /// Bytes in one SIMD register of the compilation target.
-inline constexpr std::size_t simd_bytes = compiled_isa == isa::avx512 ? 64
-                                          : compiled_isa == isa::avx2 ? 32
-                                                                      : 16;
+inline constexpr std::size_t simd_bytes = isa_register_bytes(compiled_isa);
 /// "avx512", "avx2" or "portable": the instruction set this translation unit's kernel code
 /// is compiled for. With a dispatching kernel library the entry points may run another one:
 /// active_isa() says which.

@@ -46,3 +46,21 @@ BOOST_AUTO_TEST_CASE(a_chain_the_loop_nest_does_not_take_is_explained_as_unfused
   BOOST_TEST(f.to_string().find("[fused]") == std::string::npos);
   BOOST_TEST(f.materialised_bytes() == (2 * 10 * 10 + 2 * 10 * 8) * sizeof(float));
 }
+
+BOOST_AUTO_TEST_CASE(the_plan_names_the_instruction_set_the_kernels_run) {
+  tensor<float, shape<batch<1>, head<2>, seq<>, head_dim<8>>> q(10), k(10), v(10);  // (1,2,SEQ,8)
+  const auto y = attend(softmax(scores(q, k)), v);
+  for (const plan& p : {explain(y, unfused), explain(y, fused)}) {
+    BOOST_TEST((p.instruction_set == kernel::active_isa()));
+    BOOST_TEST(p.chosen_at_run_time == kernel::isa_chosen_at_run_time);
+    const std::string want =
+        std::string("kernels: ") + kernel::isa_name(kernel::active_isa()) + " (" +
+        std::to_string(kernel::isa_register_bytes(kernel::active_isa())) + "-byte registers), " +
+        (kernel::isa_chosen_at_run_time ? "chosen at run time"
+                                        : "the set this program is compiled for") +
+        "\n";
+    const std::string s = p.to_string();
+    BOOST_TEST_REQUIRE(s.size() >= want.size());
+    BOOST_TEST(s.substr(s.size() - want.size()) == want);  // the plan's last line
+  }
+}

@@ -2,9 +2,11 @@
 // A dispatching kernel library (argus/kernel/dispatcher.hpp) on the machine at hand: every
 // entry point, for float and double, run through each instruction set the library holds and
 // this CPU runs, against a plain reference in double and against each other; the dispatched
-// entry points against the variant they should run; and the choice of that variant, from the
-// CPU's features or from ARGUS_ISA. tests/CMakeLists.txt runs this file three times: as is,
-// with ARGUS_ISA=portable, and with an ARGUS_ISA that names no instruction set.
+// entry points against the variant they should run; the choice of that variant, from the
+// CPU's features or from ARGUS_ISA; and what reports name: explain()'s instruction set and the
+// FMA peak of benchmarks are the variant's, not this file's compilation target.
+// tests/CMakeLists.txt runs this file three times: as is, with ARGUS_ISA=portable, and with an
+// ARGUS_ISA that names no instruction set.
 #define BOOST_TEST_MODULE kernel_dispatch
 // One kernel header alone first, as a benchmark of one kernel includes it: its entry points
 // must be the dispatching ones already. Were they not, this call would instantiate gemm_nn's
@@ -23,6 +25,8 @@ std::vector<float> gemm_through_its_header_alone(const std::vector<float>& a,
 }
 }  // namespace
 
+#include "argus/bench/peak.hpp"
+#include "argus/eval/explain.hpp"
 #include "argus/kernel/instances.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -526,6 +530,49 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(plan_queries_answer_for_the_active_set, T, value_t
              active.flash_attention_tiles(p).k_tile);
   BOOST_TEST(argus::kernel::flash_attention_scratch_bytes(p) ==
              active.flash_attention_scratch_bytes(p));
+}
+
+// ---- what reports name: the set that runs ----------------------------------------------
+
+BOOST_AUTO_TEST_CASE(explain_names_the_set_that_runs) {
+  using namespace argus;
+  tensor<float, shape<batch<1>, head<2>, seq<>, head_dim<8>>> q(10), k(10), v(10);  // (1,2,SEQ,8)
+  const auto y = attend(softmax(scores(q, k)), v);
+  const expected_choice expected = expected_for_this_process();
+  if (!expected.error.empty()) {
+    BOOST_CHECK_EXCEPTION(explain(y, unfused), isa_error, says({expected.error}));
+    BOOST_CHECK_EXCEPTION(explain(y, fused), isa_error, says({expected.error}));
+    return;
+  }
+  for (const plan& p : {explain(y, unfused), explain(y, fused)}) {
+    BOOST_TEST_MESSAGE(p);
+    BOOST_TEST((p.instruction_set == expected.id));
+    BOOST_TEST(p.chosen_at_run_time);
+    BOOST_TEST(p.to_string().find(std::string("kernels: ") + isa_name(expected.id) + " (" +
+                                  std::to_string(kernel::isa_register_bytes(expected.id)) +
+                                  "-byte registers), chosen at run time\n") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_fma_peak_is_measured_for_the_set_that_runs) {
+  const expected_choice expected = expected_for_this_process();
+  if (!expected.error.empty()) {
+    BOOST_CHECK_EXCEPTION(argus::bench::measure_peak(1), isa_error, says({expected.error}));
+    return;
+  }
+  const argus::bench::fma_peak peak = argus::bench::measure_peak(1);
+  BOOST_TEST_MESSAGE("FMA peak: " << peak.gflops << " GFLOP/s, " << isa_name(peak.instruction_set)
+                                  << ", " << peak.float_lanes << " float lanes");
+  BOOST_TEST((peak.instruction_set == expected.id));
+  BOOST_TEST(peak.float_lanes == argus::kernel::isa_register_bytes(expected.id) / sizeof(float));
+  BOOST_TEST(peak.gflops > 0);
+  // Every set this CPU runs has a loop of its own width.
+  for (const kernel_variant* v : runnable_variants()) {
+    const argus::bench::fma_peak p = argus::bench::measure_peak(1, v->id);
+    BOOST_TEST_MESSAGE(isa_name(v->id) << ": " << p.gflops << " GFLOP/s");
+    BOOST_TEST((p.instruction_set == v->id));
+    BOOST_TEST(p.float_lanes == argus::kernel::isa_register_bytes(v->id) / sizeof(float));
+  }
 }
 
 }  // namespace
