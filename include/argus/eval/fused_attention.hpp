@@ -240,10 +240,12 @@ void describe_core_operands(const attend_node<softmax_node<S>, V>& e, const Plan
 
 namespace argus {
 
-/// split_heads<H>(x·W + b), stacked weight: the product is computed head by head, each
-/// head's d_k columns of W into its own (seq, d_k) block, so the projection writes the
-/// (batch, head, seq, d_k) layout directly -- no copy, and rows d_k apart rather than h·d_k
-/// apart, which keeps the loop nest's K and V tiles from crowding a few L1 sets.
+/// split_heads<H>(x·W + b), stacked weight: one product over all heads' columns
+/// (kernel::gemm_nn_split), each head's d_k columns of W landing in its own (seq, d_k)
+/// block, so the projection writes the (batch, head, seq, d_k) layout directly -- no copy,
+/// and rows d_k apart rather than h·d_k apart, which keeps the loop nest's K and V tiles
+/// from crowding a few L1 sets. (It was one product per head until 2026-11-23: x was then
+/// packed once per head, and GPT-2 XL's 25 heads ran fused slower than unfused.)
 struct fused_split_heads_projection {
   template <class E>
   static constexpr bool matches = detail::is_split_stacked_projection<E>::value;
@@ -260,10 +262,25 @@ struct fused_split_heads_projection {
     const T* xp = x.view.data();
     const T* wp = in.w.view.data();
     T* out = r.mutable_data();
-    kernel::parallel_for(batch * H, [&](std::size_t t, std::size_t) {
-      const std::size_t b = t / H, h = t % H;
-      kernel::gemm_nn<T>(seq, dk, din, T(1), xp + b * seq * din, din, wp + h * dk, H * dk,
-                         out + t * seq * dk, dk, bias ? bias + h * dk : nullptr);
+    // One product over all heads' columns per block of rows (x's rows are packed once per
+    // column block of the gemm, not once per head), each head's d_k columns landing in its
+    // own (SEQ, D_K) block: kernel::gemm_nn_split. When the row blocks are fewer than the
+    // threads (short sequences, decoding), the heads are shared out too.
+    if (batch == 0 || seq == 0) return r;
+    const std::size_t per = detail::rows_per_task(seq);
+    const std::size_t row_blocks = (seq + per - 1) / per;
+    const std::size_t threads = std::max<std::size_t>(1, num_threads());
+    const std::size_t head_groups =
+        std::min(H, (threads + batch * row_blocks - 1) / (batch * row_blocks));
+    const std::size_t heads_per = (H + head_groups - 1) / head_groups;
+    const std::size_t groups = (H + heads_per - 1) / heads_per;
+    kernel::parallel_for(batch * row_blocks * groups, [&](std::size_t t, std::size_t) {
+      const std::size_t g = t % groups, rb = t / groups % row_blocks, b = t / groups / row_blocks;
+      const std::size_t s0 = rb * per, m = std::min(per, seq - s0);
+      const std::size_t h0 = g * heads_per, nh = std::min(heads_per, H - h0);
+      kernel::gemm_nn_split<T>(m, nh * dk, din, T(1), xp + (b * seq + s0) * din, din, wp + h0 * dk,
+                               H * dk, out + (b * H + h0) * seq * dk + s0 * dk, dk, dk, seq * dk,
+                               bias ? bias + h0 * dk : nullptr);
     });
     return r;
   }
@@ -274,7 +291,7 @@ struct fused_split_heads_projection {
     p.add(depth, true,
           "split_heads<" + std::to_string(H) + ">(x·W" +
               (projection<X, W, B>::has_bias ? " + b" : "") +
-              "): the product written head by head into (B,H,SEQ,D_K) (kernel::gemm_nn), no copy",
+              "): the product written straight into (B,H,SEQ,D_K) (kernel::gemm_nn_split), no copy",
           detail::extents_string(e.shape()), detail::result_bytes(e));
     p(e.x.x, depth + 1);
     p(e.x.w, depth + 1);

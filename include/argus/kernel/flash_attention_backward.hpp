@@ -96,7 +96,7 @@ struct backward_tiles {
 template <class T>
 void gemm_tn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* at, std::size_t ldat,
              const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate) {
-  gemm<false, T, true>(m, n, k, alpha, at, ldat, b, ldb, c, ldc, nullptr, accumulate);
+  gemm<false, T, true>(m, n, k, alpha, at, ldat, b, ldb, c, ldc, nullptr, accumulate, n + 1, 0);
 }
 
 template <class T>

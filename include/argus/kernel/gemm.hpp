@@ -193,9 +193,13 @@ void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::si
 
 /// The loop nest of gemm_nn (TransposedB false), gemm_nt (TransposedB true) and, with
 /// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
+/// C's columns come in blocks of c_block (a multiple of nr, or >= n for one block), block
+/// b starting c_block_stride elements after block b − 1: element (i, j) of C is at
+/// c[(j / c_block) * c_block_stride + i * ldc + j % c_block] (gemm_nn_split).
 template <bool TransposedB, class T, bool TransposedA = false>
 void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
-          const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate) {
+          const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate,
+          std::size_t c_block, std::size_t c_block_stride) {
   using tile = gemm_tile<T>;
   constexpr sliver_layout a_layout = TransposedA ? sliver_layout::steps : sliver_layout::rows;
   if (m == 0 || n == 0) return;
@@ -230,7 +234,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           pack_a_sliver_steps(rows, kc, a + pc * lda + ir, lda, buffers.a);
         else
           pack_a_sliver(rows, kc, a + ir * lda + pc, lda, buffers.a);
-        T* c_rows = c + ir * ldc + jc;
+        T* c_rows = c + ir * ldc;
         for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
           const std::size_t cols = std::min(tile::nr, nc - jr);
           T* panel = buffers.b + jr * kc;
@@ -244,10 +248,12 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
               pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, panel);
           }
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
+          const std::size_t col = jc + jr;  // a panel never straddles two column blocks
+          T* c_tile = c_rows + (col / c_block) * c_block_stride + col % c_block;
           if (cols == tile::nr)
-            kernel(kc, buffers.a, panel, c_rows + jr, ldc, alpha, tile_bias, load_c);
+            kernel(kc, buffers.a, panel, c_tile, ldc, alpha, tile_bias, load_c);
           else
-            gemm_narrow_tile<T>(kernel, rows, cols, kc, buffers.a, panel, c_rows + jr, ldc, alpha,
+            gemm_narrow_tile<T>(kernel, rows, cols, kc, buffers.a, panel, c_tile, ldc, alpha,
                                 tile_bias, load_c);
         }
         ir += rows;
@@ -271,7 +277,33 @@ void gemm_nn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
              bool accumulate = false) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::gemm_nn<T> is defined for float and double");
-  detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
+  detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, n + 1, 0);
+}
+
+/// As gemm_nn, with C's n columns split into blocks of `block` columns, each its own
+/// row-major (m x block) matrix with row stride ldc, block b at c + b * block_stride:
+/// element (i, j) of C is c[(j / block) * block_stride + i * ldc + j % block]. This is
+/// x·W written straight into split heads: with block = d_k, ldc = d_k and block_stride =
+/// seq · d_k, the (seq x heads·d_k) product lands as (heads, seq, d_k). One product over all
+/// the columns packs each row of A a few times, not once per block. pre: block >= 1; no
+/// two elements of C overlap.
+template <class T>
+void gemm_nn_split(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+                   std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+                   std::size_t block, std::size_t block_stride, const T* bias = nullptr,
+                   bool accumulate = false) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::gemm_nn_split<T> is defined for float and double");
+  if (block >= n || block % detail::gemm_tile<T>::nr == 0) {
+    detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, block,
+                        block_stride);
+    return;
+  }
+  // A block narrower than, or not a multiple of, the register tile: one product per block.
+  for (std::size_t j0 = 0; j0 < n; j0 += block)
+    detail::gemm<false>(m, std::min(block, n - j0), k, alpha, a, lda, b + j0, ldb,
+                        c + j0 / block * block_stride, ldc, bias ? bias + j0 : nullptr, accumulate,
+                        n + 1, 0);
 }
 
 /// As gemm_nn, with B given transposed: B is (n x k) row-major and C = alpha * A * B^T.
@@ -282,7 +314,7 @@ void gemm_nt(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
              bool accumulate = false) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::gemm_nt<T> is defined for float and double");
-  detail::gemm<true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate);
+  detail::gemm<true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, n + 1, 0);
 }
 
 // This header's entry points, declared for the program's use of the kernels

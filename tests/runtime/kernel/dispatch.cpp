@@ -471,6 +471,35 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
         return c;
       });
     }
+    // gemm_nn_split: the product written as column blocks (split heads), for a block width
+    // that is a multiple of some sets' register tile and not of others'.
+    for (const std::size_t block : {std::size_t{8}, std::size_t{12}, std::size_t{32}}) {
+      std::vector<double> ref(s.m * s.n);
+      for (std::size_t i = 0; i < s.m; ++i)
+        for (std::size_t j = 0; j < s.n; ++j) {
+          double sum = 0;
+          for (std::size_t p = 0; p < s.k; ++p)
+            sum += double(a[i * s.k + p]) * double(b[p * s.n + j]);
+          ref[i * s.n + j] = double(alpha) * sum + (s.bias ? double(bias[j]) : 0.0) +
+                             (s.accumulate ? double(c0[i * s.n + j]) : 0.0);
+        }
+      const std::size_t blocks = (s.n + block - 1) / block, stride = s.m * block + 3;
+      const std::string what = "gemm_nn_split " + std::to_string(s.m) + "x" + std::to_string(s.n) +
+                               "x" + std::to_string(s.k) + " block " + std::to_string(block);
+      check_every_variant<T>(what, ref, [&](const entry_point_table<T>& e) {
+        std::vector<T> split(blocks * stride);
+        for (std::size_t i = 0; i < s.m; ++i)
+          for (std::size_t j = 0; j < s.n; ++j)
+            split[j / block * stride + i * block + j % block] = c0[i * s.n + j];
+        e.gemm_nn_split(s.m, s.n, s.k, alpha, a.data(), s.k, b.data(), s.n, split.data(), block,
+                        block, stride, s.bias ? bias.data() : nullptr, s.accumulate);
+        std::vector<T> c(s.m * s.n);
+        for (std::size_t i = 0; i < s.m; ++i)
+          for (std::size_t j = 0; j < s.n; ++j)
+            c[i * s.n + j] = split[j / block * stride + i * block + j % block];
+        return c;
+      });
+    }
   }
 }
 

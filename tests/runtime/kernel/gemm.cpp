@@ -107,7 +107,7 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
                               bias_ptr, p.accumulate);
   else
     argus::kernel::detail::gemm<false, T, true>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb,
-                                                c.data(), ldc, bias_ptr, p.accumulate);
+                                                c.data(), ldc, bias_ptr, p.accumulate, p.n + 1, 0);
 
   const double tol = tolerance<T> * std::sqrt(double(std::max<std::size_t>(p.k, 1)));
   operand<T> c_orig = c_before;
@@ -264,4 +264,61 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(threads_use_their_own_packing_buffers, T, element_
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 2; ++t) BOOST_TEST(alone[t] == together[t]);
+}
+
+// gemm_nn_split: C's columns in blocks of `block`, each its own (m x block) matrix with row
+// stride ldc, `block_stride` apart (split heads). Every element against the double
+// reference; everything between and after the blocks keeps its sentinel. Block widths below,
+// at and above the register tile, multiples of it and not, one block and many.
+BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
+  constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::size_t failures = 0;
+  for (const std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{29}})
+    for (const std::size_t n : {std::size_t{5}, nr, 3 * nr + 4, std::size_t{130}})
+      for (const std::size_t k : {std::size_t{3}, std::size_t{260}})
+        for (const std::size_t block :
+             {std::size_t{1}, std::size_t{3}, nr / 2, nr, 2 * nr, std::size_t{64}, n, n + 5})
+          for (const bool accumulate : {false, true}) {
+            if (block == 0) continue;
+            const std::size_t ldc = block + 2, stride = m * ldc + 5;
+            const std::size_t blocks = (n + block - 1) / block;
+            std::vector<T> a(m * k), b(k * n), bias(n), c(blocks * stride, T(sentinel));
+            for (auto& x : a) x = T(dist(rng));
+            for (auto& x : b) x = T(dist(rng));
+            for (auto& x : bias) x = T(dist(rng));
+            const auto at = [&](std::size_t i, std::size_t j) -> T& {
+              return c[j / block * stride + i * ldc + j % block];
+            };
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < n; ++j)
+                at(i, j) = accumulate ? T(dist(rng)) : std::numeric_limits<T>::quiet_NaN();
+            const std::vector<T> before = c;
+            argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), k, b.data(), n, c.data(),
+                                            ldc, block, stride, bias.data(), accumulate);
+            std::vector<bool> inside(c.size(), false);
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < n; ++j) {
+                double want = 0, scale = 0;
+                for (std::size_t p = 0; p < k; ++p) {
+                  want += double(a[i * k + p]) * double(b[p * n + j]);
+                  scale += std::abs(double(a[i * k + p]) * double(b[p * n + j]));
+                }
+                want = 0.5 * want + double(bias[j]);
+                scale = 0.5 * scale + std::abs(double(bias[j]));
+                const std::size_t e = j / block * stride + i * ldc + j % block;
+                if (accumulate) want += double(before[e]), scale += std::abs(double(before[e]));
+                inside[e] = true;
+                const double tol = tolerance<T> * std::sqrt(double(k)) * scale;
+                if (!(std::abs(double(c[e]) - want) <= tol) && ++failures <= 5)
+                  BOOST_ERROR("m " << m << " n " << n << " k " << k << " block " << block << ": C("
+                                   << i << "," << j << ") = " << c[e] << ", expected " << want);
+              }
+            for (std::size_t e = 0; e < c.size(); ++e)
+              if (!inside[e] && c[e] != T(sentinel) && ++failures <= 5)
+                BOOST_ERROR("m " << m << " n " << n << " block " << block << ": wrote element " << e
+                                 << " outside C");
+          }
+  BOOST_TEST(failures == 0u);
 }
