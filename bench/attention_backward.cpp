@@ -215,6 +215,9 @@ const bool registered = [] {
   argus::bench::add_peak_rows();
   add_rows("BM_backward", backward_row<false>, {"n", "h", "threads"}, rows({512, 1024, 2048, 4096}),
            evs);
+  // n 8192, fused only (the unfused backward's per-head P and dP would be 256 MiB each).
+  add_rows("BM_backward", backward_row<false>, {"n", "h", "threads"}, {{8192, 8, 1}},
+           {evaluator::fused});
   add_rows("BM_backward_causal", backward_row<true>, {"n", "h", "threads"}, rows({1024, 4096}),
            evs);
   add_rows("BM_forward_backward", backward_row<false, pass::both>, {"n", "h", "threads"},
