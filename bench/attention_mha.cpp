@@ -24,8 +24,8 @@
 //   BM_mha_decode   one query attending n_kv 1024, 4096, 8192 (K and V projected every call)
 //   BM_mha_memory   n 16384, fused and eigen only: memory against the ideal (see below)
 //   BM_mha_parts    where the fused forward's time goes, at n 1024 and 4096, h 8, d_model 512:
-//                   /project_heads  split_heads<8>(x·W_q + b_q): a projection written head by
-//                                   head into (B,H,SEQ,D_K), as the forward runs Q, K and V
+//                   /project_heads  split_heads<8>(x·W_q + b_q): a projection written straight
+//                                   into (B,H,SEQ,D_K), as the forward runs Q, K and V
 //                   /project        x·W_o + b_o into (B,SEQ,D_MODEL): the output projection
 //                   /core           merge_heads(attend(softmax(scores(q, k)), v)) on
 //                                   (B,H,SEQ,D_K) tensors: the loop nest as the forward runs it
