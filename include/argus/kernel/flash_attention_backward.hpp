@@ -33,6 +33,7 @@
 #include "argus/kernel/attention_backward.hpp"
 #include "argus/kernel/dropout.hpp"
 #include "argus/kernel/entry_points.hpp"
+#include "argus/kernel/flash_micro_kernels.hpp"
 #include "argus/kernel/gemm.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -126,9 +127,13 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
     if (causal_cross || other_masks) mask_score_row(p, causal_cross, b, h, i0 + r, j0, nk, row);
     const V lv = V::broadcast(l);
     std::size_t j = 0;
-    for (; j + w <= nk; j += w) exp(V::load(row + j) - lv).store(row + j);
+    // S − lse <= 0 up to the rounding of recomputing S (lse >= the row's maximum), which
+    // exp_nonpositive (13 operations, not exp's 21) takes: a tiny positive argument gives
+    // e^x as accurately, -inf gives 0, NaN stays NaN.
+    for (; j + w <= nk; j += w) exp_nonpositive(V::load(row + j) - lv).store(row + j);
     if (j < nk)
-      exp(V::load_partial(row + j, nk - j, minus_inf) - lv).store_partial(row + j, nk - j);
+      exp_nonpositive(V::load_partial(row + j, nk - j, minus_inf) - lv)
+          .store_partial(row + j, nk - j);
   }
 }
 
