@@ -30,6 +30,7 @@
 #include "argus/kernel/simd.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -89,25 +90,26 @@ inline void pack_a_sliver(std::size_t rows, std::size_t kc, const T* a, std::siz
     std::memcpy(dst + i * gemm_tile<T>::kc, a + i * lda, kc * sizeof(T));
 }
 
-/// A sliver from row-major Aᵀ (k x m): rows [0, rows) of A (columns of `at`), k steps
-/// [0, kc), into dst k step by k step (sliver_layout::steps: element (i, p) at
-/// dst[p * rows + i]); each step's rows are contiguous in `at`. The row count is made a
-/// constant (one loop per count up to mr) so that a step is a couple of moves, not a loop.
+/// A sliver of Rows rows from row-major Aᵀ (k x m): rows [0, Rows) of A (columns of `at`),
+/// k steps [0, kc), into dst k step by k step (sliver_layout::steps: element (i, p) at
+/// dst[p * Rows + i]); each step's rows are contiguous in `at`, one fixed-size copy.
+template <class T, std::size_t Rows>
+void pack_a_sliver_steps_of(std::size_t kc, const T* at, std::size_t ldat, T* dst) noexcept {
+  for (std::size_t p = 0; p < kc; ++p, at += ldat, dst += Rows)
+    std::memcpy(dst, at, Rows * sizeof(T));
+}
+
+/// pack_a_sliver_steps_of for a run-time row count 1 <= rows <= mr (a constant count makes a
+/// step a couple of moves, not a loop).
 template <class T>
 inline void pack_a_sliver_steps(std::size_t rows, std::size_t kc, const T* at, std::size_t ldat,
                                 T* dst) noexcept {
-  constexpr std::size_t mr = gemm_tile<T>::mr;
-  [&]<std::size_t... R>(std::index_sequence<R...>) {
-    (void)((rows == R + 1 ? (
-                                [&] {
-                                  for (std::size_t p = 0; p < kc; ++p, at += ldat, dst += R + 1)
-                                    std::memcpy(dst, at, (R + 1) * sizeof(T));
-                                }(),
-                                true)
-                          : false) ||
-           ...);
+  using pack = void (*)(std::size_t, const T*, std::size_t, T*) noexcept;
+  static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
+    return std::array<pack, sizeof...(R)>{&pack_a_sliver_steps_of<T, R + 1>...};
   }
-  (std::make_index_sequence<mr>{});
+  (std::make_index_sequence<gemm_tile<T>::mr>{});
+  table[rows - 1](kc, at, ldat, dst);
 }
 
 /// B panel from row-major B(k x n): rows [0, kc), columns [0, cols) into dst(kc x nr);
