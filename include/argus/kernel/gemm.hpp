@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -296,6 +297,7 @@ void gemm_nn_split(std::size_t m, std::size_t n, std::size_t k, T alpha, const T
                    bool accumulate = false) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::gemm_nn_split<T> is defined for float and double");
+  assert(block >= 1);
   if (block >= n || block % detail::gemm_tile<T>::nr == 0) {
     detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, block,
                         block_stride);
