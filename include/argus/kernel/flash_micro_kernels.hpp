@@ -23,10 +23,12 @@
 #include "argus/kernel/simd.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <type_traits>
 
 namespace argus::kernel {
@@ -103,6 +105,40 @@ inline simd<T> exp_nonpositive(simd<T> x) noexcept {
     return max(e, x);
   } else {
     return exp(x);
+  }
+}
+
+/// 2^x lane-wise for x <= 0; exactly 0 below -125 and at -inf, NaN at NaN. float: x = n + r
+/// with n = round(x) and |r| <= 1/2, both exact (no Cody-Waite split, which e^x needs for
+/// n ln 2), 2^r by a degree-6 polynomial (exp_nonpositive's, in t = r ln 2), and 2^n added
+/// to the exponent bits as there: 6 FMAs, not 9. double: std::exp2 per lane.
+template <class T>
+inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    using V = simd<float>;
+    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));  // wraps, no UB
+    const V shifter = V::broadcast(12582912.0f);  // 1.5 · 2^23: adding it rounds to an integer
+    const V t = x + shifter;
+    const V r = x - (t - shifter);
+    V p = V::broadcast(1.54614448547e-4f);  // exp_nonpositive's coefficients times ln2^k
+    p = fma(p, r, V::broadcast(1.34004279971e-3f));
+    p = fma(p, r, V::broadcast(9.61805600673e-3f));
+    p = fma(p, r, V::broadcast(5.55032715201e-2f));
+    p = fma(p, r, V::broadcast(2.40226507187e-1f));
+    p = fma(p, r, V::broadcast(6.93147182465e-1f));
+    p = fma(p, r, V::broadcast(1.0f));
+    U bits, scale;
+    std::memcpy(&bits, &p.v, sizeof bits);
+    std::memcpy(&scale, &t.v, sizeof scale);
+    bits += scale << 23;
+    V e;
+    std::memcpy(&e.v, &bits, sizeof bits);
+    e.v = x.v < -125.0f ? V::zero().v : e.v;  // 2^-125 = 2.4e-38, as exp_nonpositive's cut
+    return max(e, x);                         // NaN stays NaN, as in exp_nonpositive
+  } else {
+    simd<T> e;
+    for (std::size_t i = 0; i < simd<T>::width; ++i) e.v[i] = std::exp2(x.v[i]);
+    return e;
   }
 }
 
@@ -250,20 +286,28 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 /// keys) whose column maxima are top: m = max(m, top); alpha = e^(m_old - m); st becomes
 /// P = e^(st - m); l = alpha · l + Σ_j P. A column whose keys have all been masked so far
 /// has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
+///
+/// e^(s - m) is taken as 2^x with x = s · log2 e - m · log2 e, one FMA (FlashAttention's
+/// exp2 with the scale folded in): two FMAs fewer than e^(s - m) by exp_nonpositive. x is
+/// exact before its one rounding, so equal logits give equal weights; m · log2 e is rounded
+/// once per column, a factor common to the column's weights and to l that cancels in
+/// P / l; log2 e's own rounding changes s - m by a relative 2e-8.
 template <class T>
 void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
                   T* alpha) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   const V minus_inf = V::broadcast(-std::numeric_limits<T>::infinity());
+  const V log2e = V::broadcast(std::numbers::log2e_v<T>);
   for (std::size_t v = 0; v < lanes; v += w) {
     const V m_old = V::load(m + v);
     const V m_new = max(m_old, V::load(top + v));
     const V m_use = select(m_new.v == minus_inf.v, V::zero(), m_new);
-    const V a = exp_nonpositive(m_old - m_use);
+    const V shift = V::zero() - m_use * log2e;  // -m · log2 e
+    const V a = exp2_nonpositive(fma(m_old, log2e, shift));
     V sum = V::zero();
     for (std::size_t j = 0; j < n; ++j) {
-      const V e = exp_nonpositive(V::load(st + j * tile + v) - m_use);
+      const V e = exp2_nonpositive(fma(V::load(st + j * tile + v), log2e, shift));
       e.store(st + j * tile + v);
       sum += e;
     }

@@ -419,6 +419,35 @@ BOOST_AUTO_TEST_CASE(exponential_of_nonpositive_arguments) {
   BOOST_TEST(argus::kernel::detail::exp_nonpositive(V::broadcast(0.0f))[0] == 1.0f);
 }
 
+// 2^x for x <= 0 (the softmax's exponential, on s · log2 e - m · log2 e) against std::exp2 in
+// double, down to the flush to 0, lane by lane, and at the edges; slightly positive
+// arguments (a column's maximum minus its rounded product) stay accurate.
+BOOST_AUTO_TEST_CASE(base_2_exponential_of_nonpositive_arguments) {
+  using V = argus::kernel::simd<float>;
+  using argus::kernel::detail::exp2_nonpositive;
+  double worst = 0;  // relative error against std::exp2 in double
+  for (int step = -20; step <= 250000; ++step) {
+    const float x = -125.0f * static_cast<float>(step) / 250000.0f;  // from +1e-5 to -125
+    const double ref = std::exp2(static_cast<double>(x));
+    worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
+  }
+  BOOST_TEST(worst < 3e-7);  // a few ulp
+  V lanes;
+  for (std::size_t u = 0; u < V::width; ++u) lanes.v[u] = -0.37f * static_cast<float>(u * u);
+  const V e = exp2_nonpositive(lanes);
+  for (std::size_t u = 0; u < V::width; ++u) {
+    const double ref = std::exp2(static_cast<double>(lanes.v[u]));
+    BOOST_TEST(std::abs(e[u] - ref) <= 3e-7 * ref);
+  }
+  for (float x : {-125.5f, -126.0f, -150.0f, -1e4f, -std::numeric_limits<float>::infinity()})
+    BOOST_TEST(exp2_nonpositive(V::broadcast(x))[0] == 0.0f);
+  BOOST_TEST(exp2_nonpositive(V::broadcast(0.0f))[0] == 1.0f);
+  BOOST_TEST(exp2_nonpositive(V::broadcast(-1.0f))[0] == 0.5f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  BOOST_TEST(std::isnan(exp2_nonpositive(V::broadcast(nan))[0]));
+  BOOST_TEST(std::isnan(exp2_nonpositive(V::broadcast(-nan))[0]));
+}
+
 BOOST_AUTO_TEST_CASE(tiles_and_scratch_do_not_grow_with_the_sequence) {
   attention_problem<float> p{};
   p.batch = 1, p.heads = 8, p.kv_heads = 8, p.d_k = 64, p.d_v = 64;
