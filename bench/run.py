@@ -501,39 +501,29 @@ def plots(core, mha, peaks):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "%d" % v))
 
-    panels = [("BM_core", "attention core (h 8, d_k 64)", core), ("BM_mha", "full MHA (d_model 512, h 8)", mha)]
-    figures = (("gflops", "GFLOP/s", "gflops_vs_n.png", "GFLOP/s against sequence length (higher is better; "
-                "dashed: the measured FMA peak)"),
-               ("peak_pct", "% of measured FMA peak", "peak_pct_vs_n.png",
-                "Share of the measured FMA peak against sequence length (higher is better; dashed: the target)"))
-    for key, ylabel, fname, suptitle in figures:
+    def grid(panels, x_arg, key, evaluators, ylabel, xlabel, suptitle, fname, decorate=None, title_suffix=""):
+        """One figure: a row per (family, title, table) of `panels`, a column per thread count;
+        decorate(ax, family, threads, xs) adds what only this figure has (a peak line, limits)."""
         fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
         for i, (family, title, table) in enumerate(panels):
             for j, threads in enumerate((1, 2)):
                 ax = axes[i][j]
-                s = series(table, family, "n", threads, key)
+                s = series(table, family, x_arg, threads, key)
                 xs = sorted({x for v in s.values() for x, _ in v})
-                for e in EVALUATORS:
+                for e in evaluators:
                     if e in s:
                         ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
-                if key == "gflops" and peaks.get(threads):
-                    ax.axhline(peaks[threads], color="grey", ls="--", lw=1)
-                    ax.text(xs[0] if xs else 128, peaks[threads] * 0.97, "FMA peak %.0f" % peaks[threads],
-                            va="top", fontsize=8, color="grey")
-                    ax.set_ylim(0, peaks[threads] * 1.08)
-                if key == "peak_pct":
-                    # The targets: core 70% (1 thread) and 65% (2 threads); MHA 70% (1 thread).
-                    if family == "BM_core" or threads == 1:
-                        ax.axhline(70 if threads == 1 else 65, color="grey", ls="--", lw=1)
-                    ax.set_ylim(0, 100)
+                if decorate:
+                    decorate(ax, family, threads, xs)
                 if xs:
                     n_axis(ax, xs)
-                ax.set_title("%s, %d thread%s" % (title, threads, "s" if threads > 1 else ""), fontsize=10)
+                ax.set_title("%s%s, %d thread%s" % (title, title_suffix, threads, "s" if threads > 1 else ""),
+                             fontsize=10)
                 ax.grid(alpha=0.3)
                 if j == 0:
                     ax.set_ylabel(ylabel)
                 if i == 1:
-                    ax.set_xlabel("n = seq_q = seq_kv")
+                    ax.set_xlabel(xlabel)
                 ax.legend(fontsize=8, loc="best")
         fig.suptitle(suptitle)
         fig.tight_layout()
@@ -542,65 +532,47 @@ def plots(core, mha, peaks):
         plt.close(fig)
         written.append(path)
 
+    def gflops_peak(ax, family, threads, xs):
+        if peaks.get(threads):
+            ax.axhline(peaks[threads], color="grey", ls="--", lw=1)
+            ax.text(xs[0] if xs else 128, peaks[threads] * 0.97, "FMA peak %.0f" % peaks[threads],
+                    va="top", fontsize=8, color="grey")
+            ax.set_ylim(0, peaks[threads] * 1.08)
+
+    def peak_pct_target(ax, family, threads, xs):
+        # The targets: core 70% (1 thread) and 65% (2 threads); MHA 70% (1 thread).
+        if family == "BM_core" or threads == 1:
+            ax.axhline(70 if threads == 1 else 65, color="grey", ls="--", lw=1)
+        ax.set_ylim(0, 100)
+
+    def peers_peak(ax, family, threads, xs):
+        if peaks.get(threads):
+            ax.axhline(peaks[threads], color="grey", ls="--", lw=1)
+            ax.set_ylim(0, peaks[threads] * 1.08)
+        else:
+            ax.set_ylim(bottom=0)
+
+    def from_zero(ax, family, threads, xs):
+        ax.set_ylim(bottom=0)
+
+    n_label = "n = seq_q = seq_kv"
+    panels = [("BM_core", "attention core (h 8, d_k 64)", core), ("BM_mha", "full MHA (d_model 512, h 8)", mha)]
+    grid(panels, "n", "gflops", EVALUATORS, "GFLOP/s", n_label,
+         "GFLOP/s against sequence length (higher is better; dashed: the measured FMA peak)",
+         "gflops_vs_n.png", gflops_peak)
+    grid(panels, "n", "peak_pct", EVALUATORS, "% of measured FMA peak", n_label,
+         "Share of the measured FMA peak against sequence length (higher is better; dashed: the target)",
+         "peak_pct_vs_n.png", peak_pct_target)
     # The library peers against fused (and Eigen where the run has it), when the run has a peer.
     if any(p in present(t) for t in (core, mha) for p in PEERS):
-        fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
-        for i, (family, title, table) in enumerate(panels):
-            for j, threads in enumerate((1, 2)):
-                ax = axes[i][j]
-                s = series(table, family, "n", threads, "gflops")
-                xs = sorted({x for v in s.values() for x, _ in v})
-                for e in ("fused", "eigen") + PEERS:
-                    if e in s:
-                        ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
-                if peaks.get(threads):
-                    ax.axhline(peaks[threads], color="grey", ls="--", lw=1)
-                    ax.set_ylim(0, peaks[threads] * 1.08)
-                else:
-                    ax.set_ylim(bottom=0)
-                if xs:
-                    n_axis(ax, xs)
-                ax.set_title("%s, %d thread%s" % (title, threads, "s" if threads > 1 else ""), fontsize=10)
-                ax.grid(alpha=0.3)
-                if j == 0:
-                    ax.set_ylabel("GFLOP/s")
-                if i == 1:
-                    ax.set_xlabel("n = seq_q = seq_kv")
-                ax.legend(fontsize=8, loc="best")
-        fig.suptitle("argus fused against oneDNN and libtorch (higher is better; dashed: the measured FMA peak)")
-        fig.tight_layout()
-        path = os.path.join(IMG, "peers_vs_n.png")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+        grid(panels, "n", "gflops", ("fused", "eigen") + PEERS, "GFLOP/s", n_label,
+             "argus fused against oneDNN and libtorch (higher is better; dashed: the measured FMA peak)",
+             "peers_vs_n.png", peers_peak)
     heads_panels = [("BM_core_heads", "attention core, d_k = 512 / h", core),
                     ("BM_mha_heads", "full MHA, d_model 512", mha)]
-    for i, (family, title, table) in enumerate(heads_panels):
-        for j, threads in enumerate((1, 2)):
-            ax = axes[i][j]
-            s = series(table, family, "h", threads, "ms")
-            xs = sorted({x for v in s.values() for x, _ in v})
-            for e in EVALUATORS:
-                if e in s:
-                    ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
-            if xs:
-                n_axis(ax, xs)
-            ax.set_ylim(bottom=0)
-            ax.set_title("%s, n 1024, %d thread%s" % (title, threads, "s" if threads > 1 else ""), fontsize=10)
-            ax.grid(alpha=0.3)
-            if j == 0:
-                ax.set_ylabel("time per call, ms")
-            if i == 1:
-                ax.set_xlabel("heads h")
-            ax.legend(fontsize=8, loc="best")
-    fig.suptitle("Time against the number of heads at a fixed d_model 512 (lower is better)")
-    fig.tight_layout()
-    path = os.path.join(IMG, "time_vs_h.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    grid(heads_panels, "h", "ms", EVALUATORS, "time per call, ms", "heads h",
+         "Time against the number of heads at a fixed d_model 512 (lower is better)",
+         "time_vs_h.png", from_zero, title_suffix=", n 1024")
     return written
 
 
