@@ -1,12 +1,3 @@
-// argus/bench/peak.hpp -- benchmarking aid: the measured fp32 FMA peak of this machine.
-//
-// measure_peak_gflops(threads) runs, on each of `threads` threads, a loop of independent
-// simd<float> FMA chains -- enough of them to cover the FMA latency on every FMA pipe --
-// for about 0.2 s, and returns the total rate in GFLOP/s (one FMA lane = 2 flops).
-// Measured on a Xeon (AVX-512, 2 FMA pipes): ~175 GFLOP/s on one thread; on a Zen 1 EPYC
-// (AVX2): ~38. Benchmarks divide their own rate by it to report `peak_pct`
-// (argus/bench/register.hpp; bench/). Outside the library's layers, over kernel/simd.hpp
-// only; header-only and `inline` so that several benchmark programs can include it.
 // argus/bench/peak.hpp -- benchmarking aid: the measured fp32 FMA peak of this machine, for
 // the instruction set the kernels run.
 //
