@@ -287,11 +287,11 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 /// P = e^(st - m); l = alpha · l + Σ_j P. A column whose keys have all been masked so far
 /// has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
 ///
-/// e^(s - m) is taken as 2^x with x = s · log2 e - m · log2 e, one FMA (FlashAttention's
-/// exp2 with the scale folded in): two FMAs fewer than e^(s - m) by exp_nonpositive. x is
-/// exact before its one rounding, so equal logits give equal weights; m · log2 e is rounded
-/// once per column, a factor common to the column's weights and to l that cancels in
-/// P / l; log2 e's own rounding changes s - m by a relative 2e-8.
+/// e^(s - m) is taken as 2^x with x = (s - m) · log2 e and exp2_nonpositive (FlashAttention's
+/// exp2): 7 FMA-pipe operations per weight (the multiplication and the polynomial) instead
+/// of exp_nonpositive's 9, the subtraction going to an adder. Equal logits give equal
+/// weights; log2 e's rounding changes s - m by a relative 2e-8; nothing overflows, however
+/// large the logits (m · log2 e, formed first, would pass FLT_MAX above 2.4e38).
 template <class T>
 void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
                   T* alpha) noexcept {
@@ -303,11 +303,10 @@ void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T
     const V m_old = V::load(m + v);
     const V m_new = max(m_old, V::load(top + v));
     const V m_use = select(m_new.v == minus_inf.v, V::zero(), m_new);
-    const V shift = V::zero() - m_use * log2e;  // -m · log2 e
-    const V a = exp2_nonpositive(fma(m_old, log2e, shift));
+    const V a = exp2_nonpositive((m_old - m_use) * log2e);
     V sum = V::zero();
     for (std::size_t j = 0; j < n; ++j) {
-      const V e = exp2_nonpositive(fma(V::load(st + j * tile + v), log2e, shift));
+      const V e = exp2_nonpositive((V::load(st + j * tile + v) - m_use) * log2e);
       e.store(st + j * tile + v);
       sum += e;
     }

@@ -377,6 +377,38 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(any_head_width_works, T, scalar_types) {
     }
 }
 
+// Finite logits near the largest value of T still give the softmax: here one key's logit
+// beats every other by 9 % of T's maximum, so its weight is 1, the others' 0, and the
+// output is exactly its V row, on the tiled path (20 queries) and the decode path (1 query,
+// keys split over threads). The winner sits mid-sequence, so the running maximum grows by
+// a huge step; nothing on the way may overflow to infinity (m · log2 e would, for float).
+BOOST_AUTO_TEST_CASE_TEMPLATE(logits_near_the_largest_value_give_the_softmax, T, scalar_types) {
+  const T big = std::sqrt(std::numeric_limits<T>::max());
+  const std::size_t keys = 300, winner = 150, d_v = 4;
+  std::vector<T> q(20, T(0.9) * big), k(keys), v(keys * d_v), o(20 * d_v, T(-1));
+  for (std::size_t j = 0; j < keys; ++j) {
+    k[j] = j == winner ? T(0.9) * big : (j % 2 == 0 ? T(0.8) * big : T(-0.5) * big);
+    for (std::size_t c = 0; c < d_v; ++c) v[j * d_v + c] = static_cast<T>(j + c);
+  }
+  for (std::size_t rows : {20, 1}) {
+    attention_problem<T> p{};
+    p.batch = 1, p.heads = 1, p.kv_heads = 1, p.seq_q = rows, p.seq_kv = keys, p.d_k = 1;
+    p.d_v = d_v, p.scale = T(1);
+    p.q = q.data(), p.q_row = 1, p.k = k.data(), p.k_row = 1, p.v = v.data(), p.v_row = d_v;
+    p.o = o.data(), p.o_row = d_v;
+    for (unsigned threads : {1u, 2u}) {
+      argus::set_num_threads(threads);
+      std::fill(o.begin(), o.end(), T(-1));
+      argus::kernel::flash_attention(p);
+      BOOST_TEST_INFO("rows " << rows << ", threads " << threads);
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t c = 0; c < d_v; ++c)
+          BOOST_TEST(o[i * d_v + c] == static_cast<T>(winner + c));
+    }
+  }
+  argus::set_num_threads(0);
+}
+
 BOOST_AUTO_TEST_CASE(no_keys_gives_zeros_and_empty_problems_do_nothing) {
   std::vector<float> q(8, 1.0f), o(8, 7.0f);
   attention_problem<float> p{};
