@@ -42,6 +42,7 @@
 #include <cassert>
 #include <cstddef>
 #include <limits>
+#include <numbers>
 #include <vector>
 
 namespace argus::kernel {
@@ -125,14 +126,14 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
       continue;
     }
     if (causal_cross || other_masks) mask_score_row(p, causal_cross, b, h, i0 + r, j0, nk, row);
-    const V lv = V::broadcast(l);
+    const V lv = V::broadcast(l), log2e = V::broadcast(std::numbers::log2e_v<T>);
     std::size_t j = 0;
-    // S − lse <= 0 up to the rounding of recomputing S (lse >= the row's maximum), which
-    // exp_nonpositive (13 operations, not exp's 21) takes: a tiny positive argument gives
-    // e^x as accurately, -inf gives 0, NaN stays NaN.
-    for (; j + w <= nk; j += w) exp_nonpositive(V::load(row + j) - lv).store(row + j);
+    // S − lse <= 0 up to the rounding of recomputing S (lse >= the row's maximum): e^(S − lse)
+    // as 2^((S − lse) · log2 e), the forward's way (softmax_step); a tiny positive argument
+    // gives 2^x as accurately, -inf gives 0, NaN stays NaN.
+    for (; j + w <= nk; j += w) exp2_nonpositive((V::load(row + j) - lv) * log2e).store(row + j);
     if (j < nk)
-      exp_nonpositive(V::load_partial(row + j, nk - j, minus_inf) - lv)
+      exp2_nonpositive((V::load_partial(row + j, nk - j, minus_inf) - lv) * log2e)
           .store_partial(row + j, nk - j);
   }
 }

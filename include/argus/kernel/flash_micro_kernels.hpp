@@ -67,51 +67,14 @@ struct flash_blocking {
   }
 };
 
-/// e^x lane-wise for x <= 0, the only arguments the softmax takes (s - max); exactly 0 below
-/// -86.6 and at -inf, NaN at NaN. float: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite), e^r by a
-/// degree-6 polynomial (Chebyshev interpolant, relative error 2e-8 before rounding), and 2^n added
-/// to the exponent bits; n is read from the low mantissa bits of the rounding constant, so no
-/// conversion is needed. 13 vector operations, against 21 for kernel::exp, which must also
-/// handle overflow. double uses kernel::exp.
-template <class T>
-inline simd<T> exp_nonpositive(simd<T> x) noexcept {
-  if constexpr (std::is_same_v<T, float>) {
-    using V = simd<float>;
-    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));  // wraps, no UB
-    const V shifter = V::broadcast(12582912.0f);  // 1.5 · 2^23: adding it rounds to an integer
-    const V t = fma(x, V::broadcast(1.44269504088896341f), shifter);
-    const V n = t - shifter;
-    V r = fma(n, V::broadcast(-0.693359375f), x);
-    r = fma(n, V::broadcast(2.12194440e-4f), r);
-    V p = V::broadcast(0.0013941108481958508f);
-    p = fma(p, r, V::broadcast(0.00837512593716383f));
-    p = fma(p, r, V::broadcast(0.04166635125875473f));
-    p = fma(p, r, V::broadcast(0.16666415333747864f));
-    p = fma(p, r, V::broadcast(0.5f));
-    p = fma(p, r, V::broadcast(1.0f));
-    p = fma(p, r, V::broadcast(1.0f));
-    U bits, scale;
-    std::memcpy(&bits, &p.v, sizeof bits);
-    std::memcpy(&scale, &t.v, sizeof scale);
-    bits += scale << 23;  // the low bits of t hold n; shifted, they add n to the exponent
-    V e;
-    std::memcpy(&e.v, &bits, sizeof bits);
-    // Below -86.6 the exponent field would reach 0 (and -inf gives NaN): the exact value
-    // there is under 2.2e-38, negligible beside the row's largest term e^0 = 1.
-    e.v = x.v < -86.6f ? V::zero().v : e.v;
-    // A NaN argument gives NaN (the exponent trick above would turn a NaN whose payload has
-    // low bits set into a number): e >= 0 > x for every other x <= 0, and max() returns its
-    // second operand when it is NaN. One instruction.
-    return max(e, x);
-  } else {
-    return exp(x);
-  }
-}
-
-/// 2^x lane-wise for x <= 0; exactly 0 below -125 and at -inf, NaN at NaN. float: x = n + r
-/// with n = round(x) and |r| <= 1/2, both exact (no Cody-Waite split, which e^x needs for
-/// n ln 2), 2^r by a degree-6 polynomial (exp_nonpositive's, in t = r ln 2), and 2^n added
-/// to the exponent bits as there: 6 FMAs, not 9. double: std::exp2 per lane.
+/// 2^x lane-wise for x <= 0, the only arguments the softmax takes ((s - max) · log2 e);
+/// exactly 0 below -125 and at -inf, NaN at NaN. float: x = n + r with n = round(x) and
+/// |r| <= 1/2, both exact (no Cody-Waite split, which e^x needs for n ln 2), 2^r by a
+/// degree-6 polynomial (the Chebyshev interpolant of e^t on |t| <= ln2/2, relative error
+/// 2e-8 before rounding, in t = r ln 2), and 2^n added to the exponent bits; n is read from
+/// the low mantissa bits of the rounding constant, so no conversion is needed. 14 vector
+/// operations of which 6 are FMAs, against 21 for kernel::exp, which must also handle
+/// overflow. double: std::exp2 per lane.
 template <class T>
 inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
   if constexpr (std::is_same_v<T, float>) {
@@ -120,7 +83,7 @@ inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
     const V shifter = V::broadcast(12582912.0f);  // 1.5 · 2^23: adding it rounds to an integer
     const V t = x + shifter;
     const V r = x - (t - shifter);
-    V p = V::broadcast(1.54614448547e-4f);  // exp_nonpositive's coefficients times ln2^k
+    V p = V::broadcast(1.54614448547e-4f);
     p = fma(p, r, V::broadcast(1.34004279971e-3f));
     p = fma(p, r, V::broadcast(9.61805600673e-3f));
     p = fma(p, r, V::broadcast(5.55032715201e-2f));
@@ -130,11 +93,16 @@ inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
     U bits, scale;
     std::memcpy(&bits, &p.v, sizeof bits);
     std::memcpy(&scale, &t.v, sizeof scale);
-    bits += scale << 23;
+    bits += scale << 23;  // the low bits of t hold n; shifted, they add n to the exponent
     V e;
     std::memcpy(&e.v, &bits, sizeof bits);
-    e.v = x.v < -125.0f ? V::zero().v : e.v;  // 2^-125 = 2.4e-38, as exp_nonpositive's cut
-    return max(e, x);                         // NaN stays NaN, as in exp_nonpositive
+    // Below -125 the exponent field would reach 0 (and -inf gives NaN): the exact value
+    // there is under 2.4e-38, negligible beside the row's largest term 2^0 = 1.
+    e.v = x.v < -125.0f ? V::zero().v : e.v;
+    // A NaN argument gives NaN (the exponent trick above would turn a NaN whose payload has
+    // low bits set into a number): e >= 0 > x for every other x <= 0, and max() returns its
+    // second operand when it is NaN. One instruction.
+    return max(e, x);
   } else {
     simd<T> e;
     for (std::size_t i = 0; i < simd<T>::width; ++i) e.v[i] = std::exp2(x.v[i]);
@@ -289,7 +257,7 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 ///
 /// e^(s - m) is taken as 2^x with x = (s - m) · log2 e and exp2_nonpositive (FlashAttention's
 /// exp2): 7 FMA-pipe operations per weight (the multiplication and the polynomial) instead
-/// of exp_nonpositive's 9, the subtraction going to an adder. Equal logits give equal
+/// of 9 for e^x with a Cody-Waite split, the subtraction going to an adder. Equal logits give equal
 /// weights; log2 e's rounding changes s - m by a relative 2e-8; nothing overflows, however
 /// large the logits (m · log2 e, formed first, would pass FLT_MAX above 2.4e38).
 template <class T>
