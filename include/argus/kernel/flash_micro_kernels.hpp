@@ -17,7 +17,9 @@
 //                folded into the load of the accumulators.
 //   score_dots   tiles of few rows (decode): dot products along d, a register of partial
 //                sums per key, a width × width transpose per block of keys.
-// 16-register targets (AVX2, the portable fallback) use 5 × 2 and 3 × 3.
+// 16-register targets (AVX2, the portable fallback) use 5 × 2 and 3 × 3. Measured on Zen 1
+// (AVX2, docs/performance.md): a 6 × 2 score block the same; value blocks 4 × 2 (with or
+// without a second set of accumulators) and 4 × 3 the same or 5-15 % slower.
 #pragma once
 
 #include "argus/kernel/simd.hpp"
@@ -257,9 +259,10 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 ///
 /// e^(s - m) is taken as 2^x with x = (s - m) · log2 e and exp2_nonpositive (FlashAttention's
 /// exp2): 7 FMA-pipe operations per weight (the multiplication and the polynomial) instead
-/// of 9 for e^x with a Cody-Waite split, the subtraction going to an adder. Equal logits give equal
-/// weights; log2 e's rounding changes s - m by a relative 2e-8; nothing overflows, however
-/// large the logits (m · log2 e, formed first, would pass FLT_MAX above 2.4e38).
+/// of 9 for e^x with a Cody-Waite split, the subtraction going to an adder. Equal logits
+/// give equal weights; log2 e's rounding changes s - m by a relative 2e-8; nothing
+/// overflows, however large the logits (m · log2 e, formed first, would pass FLT_MAX above
+/// 2.4e38).
 template <class T>
 void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
                   T* alpha) noexcept {
