@@ -167,14 +167,21 @@ struct row_set {
   std::size_t* query;                // [Q_TILE] query position of each row
   const T** q;                       // [Q_TILE] the row in Q
   T* qt;                             // (D_K, Q_TILE) scale · Q, transposed
-  T* acc;                            // (Q_TILE, DVP) unnormalised output
-  T* m;                              // [Q_TILE] running maximum
-  T* l;                              // [Q_TILE] running sum
-  T* alpha;                          // [Q_TILE] rescale factor of the current key tile
-  T* query_pos;                      // [Q_TILE] query position as T, for the causal test
+  T* acc;        // unnormalised output: (D_V, Q_TILE) if on_lanes(), else (Q_TILE, DVP)
+  T* m;          // [Q_TILE] running maximum
+  T* l;          // [Q_TILE] running sum
+  T* alpha;      // [Q_TILE] rescale factor of the current key tile
+  T* query_pos;  // [Q_TILE] query position as T, for the causal test
 
   /// Lanes that hold rows: `rows` rounded up to whole registers.
   std::size_t lanes() const noexcept { return flash_blocking<T>::padded(rows); }
+  /// Queries on lanes (score_tile, lane_value_tile, acc (D_V, Q_TILE)), or, for few rows,
+  /// dot products and d_v on lanes (score_dots, value_tile, acc (Q_TILE, DVP)).
+  bool on_lanes() const noexcept { return rows > flash_blocking<T>::dot_rows; }
+  /// Element (r, c) of the unnormalised output.
+  T& out(std::size_t r, std::size_t c, std::size_t dvp) const noexcept {
+    return on_lanes() ? acc[c * flash_blocking<T>::q_tile + r] : acc[r * dvp + c];
+  }
 };
 
 /// One thread's scratch for items of `sets` row sets: the sets, then the tiles they share.
@@ -191,7 +198,8 @@ struct flash_layout {
         sets(sets_per_item),
         pack_v(p.d_v % flash_blocking<T>::width != 0) {}
 
-  /// Per set: Qt (D_K, Q_TILE), acc (Q_TILE, DVP), m, l, alpha and query positions.
+  /// Per set: Qt (D_K, Q_TILE), acc (Q_TILE, DVP) or (D_V, Q_TILE), m, l, alpha and query
+  /// positions.
   std::size_t set_elements() const noexcept { return d_k * tile + tile * dvp + 4 * tile; }
   /// Shared: the score tile (K_TILE, Q_TILE), its column maxima, the padded V tile (K_TILE, DVP).
   std::size_t shared_elements() const noexcept {
@@ -259,7 +267,7 @@ void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std:
     s.min_query = std::min(s.min_query, s.query[r]);
     s.max_query = std::max(s.max_query, s.query[r]);
   }
-  if (s.rows > flash_blocking<T>::dot_rows) {
+  if (s.on_lanes()) {
     using V = simd<T>;
     constexpr std::size_t w = V::width;
     const V scale = V::broadcast(p.scale);
@@ -285,7 +293,7 @@ void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std:
     s.l[r] = T(0);
     s.query_pos[r] = static_cast<T>(s.query[r < s.rows ? r : s.rows - 1]);
   }
-  std::fill(s.acc, s.acc + s.rows * dvp, T(0));
+  std::fill(s.acc, s.acc + (s.on_lanes() ? p.d_v * tile : s.rows * dvp), T(0));
 }
 
 /// Applies the masks to the score tile of set s (keys [j0, j0 + n)); false when no mask
@@ -373,8 +381,7 @@ void add_unclean_values(const flash_item<T>& it, const row_set<T>& s, std::size_
     for (std::size_t r = 0; r < s.rows; ++r) {
       if (mask_ignores(p, it.b, s.head[r], s.query[r], j0 + jj)) continue;
       const T w = it.scores[jj * tile + r];
-      T* a = s.acc + r * it.dvp;
-      for (std::size_t c = 0; c < p.d_v; ++c) a[c] += w * v[c];
+      for (std::size_t c = 0; c < p.d_v; ++c) s.out(r, c, it.dvp) += w * v[c];
     }
   }
 }
@@ -451,15 +458,18 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
         if (j0 > s.max_query) continue;  // the whole tile is in every row's future
         n = std::min(n, s.max_query + 1 - j0);
       }
-      if (s.rows <= flash_blocking<T>::dot_rows)
-        score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top);
-      else
+      if (s.on_lanes())
         score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
+      else
+        score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top);
       if (mask_tile(it, s, j0, n, any_key_ignored)) tile_maximum(it.scores, n, s.lanes(), it.top);
       softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
         drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);
-      value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
+      if (s.on_lanes())
+        lane_value_tile<T, DV>(s.lanes(), p.d_v, n, it.scores, vt, v_row, s.alpha, s.acc);
+      else
+        value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
       if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
     }
   }
@@ -469,14 +479,41 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
 template <class T>
 void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s, std::size_t dvp) {
   using V = simd<T>;
-  constexpr std::size_t w = V::width;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  auto out_row = [&](std::size_t r) {
+    return p.o + b * p.o_batch + s.head[r] * p.o_head + s.query[r] * p.o_row;
+  };
+  auto inverse = [&](std::size_t r) { return s.l[r] > T(0) ? T(1) / s.l[r] : T(0); };
+  if (s.on_lanes()) {
+    // acc^T (D_V, Q_TILE): width × width register transposes give width rows at a time (the
+    // lanes past `rows` are padding, read and not stored).
+    for (std::size_t r0 = 0; r0 < s.rows; r0 += w) {
+      const std::size_t rows = std::min(w, s.rows - r0);
+      for (std::size_t c0 = 0; c0 < p.d_v; c0 += w) {
+        const std::size_t cols = std::min(w, p.d_v - c0);
+        V block[w];
+        for (std::size_t u = 0; u < w; ++u)
+          block[u] = u < cols ? V::load(s.acc + (c0 + u) * tile + r0) : V::zero();
+        transpose(block);
+        for (std::size_t u = 0; u < rows; ++u) {
+          const V x = block[u] * V::broadcast(inverse(r0 + u));
+          if (cols == w)
+            x.store(out_row(r0 + u) + c0);
+          else
+            x.store_partial(out_row(r0 + u) + c0, cols);
+        }
+      }
+    }
+  }
   for (std::size_t r = 0; r < s.rows; ++r) {
-    const V inv = V::broadcast(s.l[r] > T(0) ? T(1) / s.l[r] : T(0));
-    T* o = p.o + b * p.o_batch + s.head[r] * p.o_head + s.query[r] * p.o_row;
-    const T* a = s.acc + r * dvp;
-    std::size_t c = 0;
-    for (; c + w <= p.d_v; c += w) (V::load(a + c) * inv).store(o + c);
-    if (c < p.d_v) (V::load(a + c) * inv).store_partial(o + c, p.d_v - c);
+    if (!s.on_lanes()) {
+      const V inv = V::broadcast(inverse(r));
+      T* o = out_row(r);
+      const T* a = s.acc + r * dvp;
+      std::size_t c = 0;
+      for (; c + w <= p.d_v; c += w) (V::load(a + c) * inv).store(o + c);
+      if (c < p.d_v) (V::load(a + c) * inv).store_partial(o + c, p.d_v - c);
+    }
     if (p.lse != nullptr)
       p.lse[b * p.lse_batch + s.head[r] * p.lse_head + s.query[r]] =
           s.l[r] > T(0) ? s.m[r] + std::log(s.l[r]) : -std::numeric_limits<T>::infinity();
@@ -566,7 +603,7 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
       for (std::size_t r = 0; r < s.rows; ++r) {
         T* out = part_of(pair, chunk, si * tile + r);
         out[0] = s.m[r], out[1] = s.l[r];
-        std::copy(s.acc + r * it.dvp, s.acc + r * it.dvp + p.d_v, out + 2);
+        for (std::size_t c = 0; c < p.d_v; ++c) out[2 + c] = s.out(r, c, it.dvp);
       }
     }
   });

@@ -6,20 +6,26 @@
 // element K[j][c] is broadcast and multiplies a register of queries, so K is read in place
 // from the caller's strided rows and never transposed or copied. With queries on lanes, the
 // softmax's row maxima and row sums are lane-wise maxima and sums over the key rows of S^T.
-// The output accumulator is (Q_TILE, DVP), d_v on lanes: O += P·V broadcasts one
-// probability and multiplies a register of a V row.
+// The output accumulator is queries on lanes too, O^T (D_V, Q_TILE): O^T += V^T · P^T
+// broadcasts an element V[j][c] and multiplies a register of P^T's row j, the score block's
+// structure, and the rescale e^(m_old - m_new) is a lane-wise product. Each V element is read
+// once per tile and P^T stays in L1.
 //
 // Register blocks (AVX-512 float: 32 registers of 16 lanes):
-//   score_block  key_block × q_vectors = 6 × 4 accumulators; per feature c: 4 loads of Qt,
-//                6 broadcasts of K[j][c], 24 FMAs.
-//   value_block  row_block × col_vectors = 6 × 4 accumulators; per key: 4 loads of a V row,
-//                6 broadcasts of P, 24 FMAs; the rescale e^(m_old - m_new) of the softmax is
-//                folded into the load of the accumulators.
-//   score_dots   tiles of few rows (decode): dot products along d, a register of partial
-//                sums per key, a width × width transpose per block of keys.
-// 16-register targets (AVX2, the portable fallback) use 5 × 2 and 3 × 3. Measured on Zen 1
-// (AVX2, docs/performance.md): a 6 × 2 score block the same; value blocks 4 × 2 (with or
-// without a second set of accumulators) and 4 × 3 the same or 5-15 % slower.
+//   score_block       key_block × q_vectors = 6 × 4 accumulators; per feature c: 4 loads of
+//                     Qt, 6 broadcasts of K[j][c], 24 FMAs.
+//   lane_value_block  value_cols × q_vectors = 6 × 4 accumulators; per key j: 4 loads of
+//                     P^T, 6 broadcasts of V[j][c], 24 FMAs.
+//   score_dots        tiles of few rows (decode): dot products along d, a register of
+//                     partial sums per key, a width × width transpose per block of keys.
+//   value_block       tiles of few rows: the accumulator is (rows, DVP), d_v on lanes
+//                     (registers of queries would be mostly empty lanes); row_block ×
+//                     col_vectors = 6 × 4; per key: 4 loads of a V row, 6 broadcasts of P.
+// 16-register targets (AVX2, the portable fallback) use 5 × 2 for the score and lane-value
+// blocks and 3 × 3 for value_block. Measured on Zen 1 (AVX2, docs/performance.md): a 6 × 2
+// score block the same; the row-major value block (queries on rows, d_v on lanes) 4 × 2,
+// 4 × 3 and 3 × 3 at 83 % of the FMA peak in the loop nest against 92 % for the score block,
+// hence lane_value_block for every tile of more than dot_rows rows.
 #pragma once
 
 #include "argus/kernel/simd.hpp"
@@ -47,14 +53,16 @@ struct flash_blocking {
   /// Query rows per tile: one register of queries per q_vector (64 floats on AVX-512).
   static constexpr std::size_t q_tile = q_vectors * width;
   static constexpr std::size_t key_block = wide ? 6 : 5;  // score block: key_block × q_vectors
+  static constexpr std::size_t value_cols =
+      wide ? 6 : 5;  // lane_value_block: value_cols × q_vectors
   static constexpr std::size_t row_block = wide ? 6 : 3;  // value block: row_block × col_vectors
   static constexpr std::size_t col_vectors = wide ? 4 : 3;
   /// The K tile and the V tile together stay within this many bytes, so that both sit in
   /// L1 (48 KiB here) beside the score tile while every head of a K/V group and every
   /// register block of the query tile reuses them.
   static constexpr std::size_t kv_tile_bytes = std::size_t{32} * 1024;
-  /// Tiles of at most dot_rows rows take score_dots: their registers of queries would be
-  /// mostly empty lanes.
+  /// Tiles of at most dot_rows rows take score_dots and value_block: their registers of
+  /// queries would be mostly empty lanes.
   static constexpr std::size_t dot_rows = q_tile / 4;
 
   /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles
@@ -396,6 +404,81 @@ inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n,
       value_rows<T>(nr, std::min(cb, dvp - c) / w, n, p + r, v + c, v_row, alpha + r,
                     acc + r * dvp + c, dvp);
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Values with queries on lanes: O^T = alpha · O^T + V^T · P^T.
+
+/// acc[c][r] = alpha[r] · acc[c][r] + Σ_j v[j][c] · p[j][r] for c < Cols, r < QV · width;
+/// p and acc have rows of q_tile, v rows of v_row.
+template <class T, std::size_t Cols, std::size_t QV>
+inline void lane_value_block(std::size_t n, const T* p, const T* v, std::size_t v_row,
+                             const T* alpha, T* acc) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  V o[Cols][QV];
+  {
+    V a[QV];
+#pragma GCC unroll 4
+    for (std::size_t q = 0; q < QV; ++q) a[q] = V::load(alpha + q * w);
+#pragma GCC unroll 16
+    for (std::size_t c = 0; c < Cols; ++c)
+#pragma GCC unroll 4
+      for (std::size_t q = 0; q < QV; ++q) o[c][q] = V::load(acc + c * tile + q * w) * a[q];
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    V pj[QV];
+#pragma GCC unroll 4
+    for (std::size_t q = 0; q < QV; ++q) pj[q] = V::load(p + j * tile + q * w);
+#pragma GCC unroll 16
+    for (std::size_t c = 0; c < Cols; ++c) {
+      const V vc = V::broadcast(v[j * v_row + c]);
+#pragma GCC unroll 4
+      for (std::size_t q = 0; q < QV; ++q) o[c][q] = fma(vc, pj[q], o[c][q]);
+    }
+  }
+#pragma GCC unroll 16
+  for (std::size_t c = 0; c < Cols; ++c)
+#pragma GCC unroll 4
+    for (std::size_t q = 0; q < QV; ++q) o[c][q].store(acc + c * tile + q * w);
+}
+
+/// The last cols < value_cols columns of O^T.
+template <class T, std::size_t QV, std::size_t Cols = flash_blocking<T>::value_cols - 1>
+inline void lane_value_tail(std::size_t cols, std::size_t n, const T* p, const T* v,
+                            std::size_t v_row, const T* alpha, T* acc) noexcept {
+  if constexpr (Cols > 0) {
+    if (cols == Cols) return lane_value_block<T, Cols, QV>(n, p, v, v_row, alpha, acc);
+    return lane_value_tail<T, QV, Cols - 1>(cols, n, p, v, v_row, alpha, acc);
+  } else {
+    (void)cols, (void)n, (void)p, (void)v, (void)v_row, (void)alpha, (void)acc;
+  }
+}
+
+template <class T, std::size_t QV, std::size_t DV>
+inline void lane_value_columns(std::size_t d_v, std::size_t n, const T* p, const T* v,
+                               std::size_t v_row, const T* alpha, T* acc) noexcept {
+  constexpr std::size_t cb = flash_blocking<T>::value_cols, tile = flash_blocking<T>::q_tile;
+  const std::size_t d = DV != 0 ? DV : d_v;
+  std::size_t c = 0;
+  for (; c + cb <= d; c += cb)
+    lane_value_block<T, cb, QV>(n, p, v + c, v_row, alpha, acc + c * tile);
+  if (c < d) lane_value_tail<T, QV>(d - c, n, p, v + c, v_row, alpha, acc + c * tile);
+}
+
+/// acc^T (D_V, Q_TILE) = alpha · acc^T + V^T · P^T for the n keys of a tile, for the first
+/// `lanes` columns (a whole number of registers; the rest are not touched): P^T = S^T
+/// (n, Q_TILE) after softmax_step, V rows of v_row elements. DV != 0 fixes d_v.
+template <class T, std::size_t DV>
+inline void lane_value_tile(std::size_t lanes, std::size_t d_v, std::size_t n, const T* p,
+                            const T* v, std::size_t v_row, const T* alpha, T* acc) noexcept {
+  using blocking = flash_blocking<T>;
+  constexpr std::size_t qv = blocking::q_vectors, w = blocking::width;
+  if constexpr (qv >= 4) {
+    if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
+      return lane_value_columns<T, qv / 2, DV>(d_v, n, p, v, v_row, alpha, acc);
+  }
+  lane_value_columns<T, qv, DV>(d_v, n, p, v, v_row, alpha, acc);
 }
 
 }  // namespace detail
