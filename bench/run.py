@@ -505,6 +505,9 @@ def plots(core, mha, peaks):
         """One figure: a row per (family, title, table) of `panels`, a column per thread count;
         decorate(ax, family, threads, xs) adds what only this figure has (a peak line, limits)."""
         fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
+        # The panels share their x axis, hence one set of ticks: every n of any panel.
+        all_xs = sorted({x for family, _, table in panels for threads in (1, 2)
+                         for v in series(table, family, x_arg, threads, key).values() for x, _ in v})
         for i, (family, title, table) in enumerate(panels):
             for j, threads in enumerate((1, 2)):
                 ax = axes[i][j]
@@ -515,8 +518,8 @@ def plots(core, mha, peaks):
                         ax.plot([x for x, _ in s[e]], [y for _, y in s[e]], label=e, **STYLE[e])
                 if decorate:
                     decorate(ax, family, threads, xs)
-                if xs:
-                    n_axis(ax, xs)
+                if all_xs:
+                    n_axis(ax, all_xs)
                 ax.set_title("%s%s, %d thread%s" % (title, title_suffix, threads, "s" if threads > 1 else ""),
                              fontsize=10)
                 ax.grid(alpha=0.3)
