@@ -377,6 +377,29 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(any_head_width_works, T, scalar_types) {
     }
 }
 
+// Every output width from 1 to 13 and around 64: each remainder of the output's register
+// blocks (lane_value_block takes 5 columns of d_v at a time on AVX2 and the portable path, 6
+// on AVX-512; value_block whole registers of d_v), on tiles of many rows (queries on lanes,
+// full and half-empty tiles), of few rows (d_v on lanes), and under padding and additive
+// masks.
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_remainder_of_the_output_width, T, scalar_types) {
+  std::mt19937_64 rng(37);
+  std::vector<std::size_t> widths;
+  for (std::size_t d = 1; d <= 13; ++d) widths.push_back(d);
+  for (std::size_t d : {63, 65, 70}) widths.push_back(d);
+  for (std::size_t d_v : widths) {
+    config c;
+    c.batch = 1, c.heads = 2, c.kv_heads = 1, c.seq_q = 77, c.seq_kv = 130, c.d_k = 8, c.d_v = d_v;
+    c.causal = d_v % 2 == 0;
+    c.threads = 1 + d_v % 2;
+    check<T>(c, rng);
+    c.seq_q = 3;  // few rows per tile
+    check<T>(c, rng);
+    c.seq_q = 40, c.causal = false, c.key_ignore_rate = 0.3, c.additive = true;
+    check<T>(c, rng);
+  }
+}
+
 // Finite logits near the largest value of T still give the softmax: here one key's logit
 // beats every other by 9 % of T's maximum, so its weight is 1, the others' 0, and the
 // output is exactly its V row, on the tiled path (20 queries) and the decode path (1 query,
