@@ -10,14 +10,16 @@
 // d_v is not a whole number of registers) one padded V tile; flash_micro_kernels.hpp has
 // the tile kernels and their register blocking.
 //
-// Work items. One item is (batch item, K/V head g, query tile) and holds the query tiles of
-// every query head of the group: each K/V tile is loaded once and reused by all of them
-// (grouped-query attention), and by every register block of each query tile. Consecutive
-// items share g, so its K and V stay in L2. A causal mask (top-left aligned: key j is
-// allowed for query i iff j <= i) ends the key loop after the last key any row of the tile
-// may see and is tested only on the tiles that cross the diagonal. A row whose keys are all
-// masked has m = -inf to the end: its probabilities are exactly 0, l stays 0 and its output
-// is 0 (never NaN).
+// Work items. One item is (batch item, K/V head g, run of query tiles) and holds those query
+// tiles of every query head of the group, about 128 rows in all (flash_blocking::item_rows):
+// each K/V tile is loaded once and reused by all of them (grouped-query attention), and by
+// every register block of each query tile, so that the cache lines and pages of K and V
+// fetched serve many rows even when K and V are strided views. Consecutive items share g,
+// so its K and V stay in L2. A causal mask (top-left aligned: key j is allowed for query i
+// iff j <= i) ends the key loop after the last key any row of the item may see, skips the
+// tiles past each tile's reach and is tested only on the tiles that cross the diagonal. A row whose
+// keys are all masked has m = -inf to the end: its probabilities are exactly 0, l stays 0 and its
+// output is 0 (never NaN).
 //
 // Bad values (docs/reference/semantics.md). A NaN or +inf logit makes its row NaN: the
 // exponential passes NaN through, so l and the accumulator become NaN and stay so. A key
@@ -520,35 +522,66 @@ void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s
   }
 }
 
-/// Items (batch item, K/V head, query tile), each with the query heads of the group.
+/// How flash_attention_tiles_of_queries cuts a problem into work items: each item is one
+/// batch item, one K/V head, a run of `span` query tiles and `per_item` query heads of the
+/// group, so that it holds item_rows rows when there are items enough for two per thread;
+/// a group is split over `parts` items only when there would be too few items otherwise.
+struct query_items {
+  std::size_t q_tiles, pairs, span, runs, per_item, parts;
+  std::size_t count() const noexcept { return pairs * parts * runs; }
+  std::size_t sets() const noexcept { return per_item * span; }  // row sets per item
+};
+
+template <class T>
+query_items plan_query_items(const attention_problem<T>& p) noexcept {
+  constexpr std::size_t tile = flash_blocking<T>::q_tile;
+  const std::size_t group = p.kv_heads == 0 ? 1 : std::max<std::size_t>(1, p.heads / p.kv_heads);
+  const std::size_t threads = num_threads();
+  query_items q{};
+  q.q_tiles = (p.seq_q + tile - 1) / tile;
+  q.pairs = p.batch * p.kv_heads;
+  if (q.q_tiles == 0 || q.pairs == 0) {  // nothing to do (flash_attention returns first)
+    q.span = q.per_item = q.parts = 1;
+    return q;
+  }
+  q.span = std::max<std::size_t>(
+      1, std::min((flash_blocking<T>::item_rows + tile * group - 1) / (tile * group),
+                  q.q_tiles * q.pairs / (2 * threads)));
+  q.runs = (q.q_tiles + q.span - 1) / q.span;
+  const std::size_t parts =
+      std::min(group, (2 * threads + q.pairs * q.runs - 1) / (q.pairs * q.runs));
+  q.per_item = (group + parts - 1) / parts;
+  q.parts = (group + q.per_item - 1) / q.per_item;
+  return q;
+}
+
+/// Items (batch item, K/V head, run of query tiles), each with query heads of the group.
 template <class T, std::size_t DK, std::size_t DV>
 void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
   constexpr std::size_t tile = flash_blocking<T>::q_tile;
   const std::size_t group = p.heads / p.kv_heads;
-  const std::size_t q_tiles = (p.seq_q + tile - 1) / tile;
-  const std::size_t pairs = p.batch * p.kv_heads;
-  // Split a group over several items only when there would be too few items for the threads.
-  const std::size_t parts =
-      std::min(group, (2 * num_threads() + pairs * q_tiles - 1) / (pairs * q_tiles));
-  const std::size_t per_item = (group + parts - 1) / parts;
-  const std::size_t parts_used = (group + per_item - 1) / per_item;
-  const flash_layout<T> layout(p, per_item);
-  parallel_for(pairs * parts_used * q_tiles, [&](std::size_t task, std::size_t) {
+  const query_items plan = plan_query_items(p);
+  const std::size_t q_tiles = plan.q_tiles, span = plan.span, runs = plan.runs,
+                    per_item = plan.per_item, parts_used = plan.parts;
+  const flash_layout<T> layout(p, plan.sets());
+  parallel_for(plan.count(), [&](std::size_t task, std::size_t) {
     // Consecutive items share a K/V head, whose K and V then stay in L2; within a head the
-    // costliest tiles come first (under a causal mask the last query tiles see the most keys).
-    const std::size_t pair = task / (parts_used * q_tiles), rest = task % (parts_used * q_tiles);
-    const std::size_t qt = q_tiles - 1 - rest / parts_used, part = rest % parts_used;
+    // costliest runs come first (under a causal mask the last query tiles see the most keys).
+    const std::size_t pair = task / (parts_used * runs), rest = task % (parts_used * runs);
+    const std::size_t run = runs - 1 - rest / parts_used, part = rest % parts_used;
     flash_item<T> it{&p,      pair / p.kv_heads, pair % p.kv_heads, nullptr, 0,
                      nullptr, nullptr,           nullptr,           0,       0};
     carve(layout, it);
-    const std::size_t i0 = qt * tile, rows = std::min(tile, p.seq_q - i0);
     const std::size_t h0 = it.g * group + part * per_item,
                       h1 = std::min(it.g * group + group, h0 + per_item);
-    for (std::size_t h = h0; h < h1; ++h) {
-      row_set<T>& s = it.sets[it.set_count++];
-      s.rows = rows;
-      for (std::size_t r = 0; r < rows; ++r) s.head[r] = h, s.query[r] = i0 + r;
-      start_set(p, it.b, s, it.dvp);
+    for (std::size_t qt = run * span; qt < std::min(q_tiles, (run + 1) * span); ++qt) {
+      const std::size_t i0 = qt * tile, rows = std::min(tile, p.seq_q - i0);
+      for (std::size_t h = h0; h < h1; ++h) {
+        row_set<T>& s = it.sets[it.set_count++];
+        s.rows = rows;
+        for (std::size_t r = 0; r < rows; ++r) s.head[r] = h, s.query[r] = i0 + r;
+        start_set(p, it.b, s, it.dvp);
+      }
     }
     run_item<T, DK, DV>(it, 0, visible_keys(p));
     for (std::size_t si = 0; si < it.set_count; ++si) store_set(p, it.b, it.sets[si], it.dvp);
@@ -666,15 +699,17 @@ flash_tiles flash_attention_tiles(const attention_problem<T>& p) {
   return {blocking::q_tile, blocking::k_tile(p.d_k, p.d_v)};
 }
 
-/// Scratch bytes flash_attention(p) holds per thread (kept for reuse by later calls); it
-/// does not grow with seq_q or seq_kv. A decode-shaped call whose keys are split over threads
-/// also allocates, for that call, (m, l, d_v accumulators) per row and key chunk:
-/// batch · heads · seq_q · chunks · (d_v + 2) elements, chunks <= 2 · num_threads().
+/// Scratch bytes flash_attention(p) holds per thread (kept for reuse by later calls) with
+/// num_threads() threads; it does not grow with seq_q or seq_kv beyond item_rows query rows. A
+/// decode-shaped call whose keys are split over threads also allocates, for that call, (m, l, d_v
+/// accumulators) per row and key chunk: batch · heads · seq_q · chunks · (d_v + 2) elements, chunks
+/// <= 2 · num_threads().
 template <class T>
 std::size_t flash_attention_scratch_bytes(const attention_problem<T>& p) {
   constexpr std::size_t tile = detail::flash_blocking<T>::q_tile;
   const std::size_t group = p.kv_heads == 0 ? 1 : p.heads / p.kv_heads;
-  const std::size_t sets = detail::decode_shaped(p) ? (group * p.seq_q + tile - 1) / tile : group;
+  const std::size_t sets = detail::decode_shaped(p) ? (group * p.seq_q + tile - 1) / tile
+                                                    : detail::plan_query_items(p).sets();
   return detail::flash_layout<T>(p, sets).bytes();
 }
 
