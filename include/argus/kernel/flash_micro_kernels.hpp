@@ -86,47 +86,72 @@ struct flash_blocking {
   }
 };
 
-/// 2^x lane-wise for x <= 0, the only arguments the softmax takes ((s - max) · log2 e);
-/// exactly 0 below -125 and at -inf, NaN at NaN. float: x = n + r with n = round(x) and
-/// |r| <= 1/2, both exact (no Cody-Waite split, which e^x needs for n ln 2), 2^r by a
-/// degree-6 polynomial (the Chebyshev interpolant of e^t on |t| <= ln2/2, relative error
-/// 2e-8 before rounding, in t = r ln 2), and 2^n added to the exponent bits; n is read from
-/// the low mantissa bits of the rounding constant, so no conversion is needed. 14 vector
-/// operations of which 6 are FMAs, against 21 for kernel::exp, which must also handle
-/// overflow. double: std::exp2 per lane.
+/// 2^x lane-wise for x <= 0 (and slightly above), the only arguments the softmax takes
+/// ((s - max) · log2 e), for N registers at once: each step runs on all N before the next, so
+/// that N independent chains are in flight (Zen 1's FP scheduler holds about one chain's
+/// worth of operations; measured in docs/performance.md). float: x is clamped to -127 from
+/// below (a NaN stays NaN), x = n + r with n = round(x) and |r| <= 1/2, both exact (no
+/// Cody-Waite split, which e^x needs for n ln 2), 2^r by a degree-6 polynomial (the Chebyshev
+/// interpolant of e^t on |t| <= ln2/2, relative error 2e-8 before rounding, in t = r ln 2),
+/// and the result is p · 2^n, 2^n built from the bits of the rounding constant t (whose low
+/// mantissa bits hold n + 127). So -inf and every x < -126.5 give exactly 0 (2^n is +0 for
+/// n = -127), x down to -126 a normal number, a NaN gives NaN; 12 vector operations, 7 of
+/// them FMAs or products. double: std::exp2 per lane.
+template <class T, std::size_t N>
+inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    using V = simd<float>;  // not simd<T>: a dependent vector_size would be dropped
+    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));
+    static_assert(sizeof(U) == sizeof(V::native));
+    // 1.5 · 2^23 + 127: adding it rounds to an integer and leaves n + 127 in the low bits.
+    const V shifter = V::broadcast(12582912.0f + 127.0f);
+    V lowest = V::broadcast(-127.0f);
+    // Opaque to the optimiser, so that max(lowest, x) stays one max instruction (with a
+    // known constant, GCC swaps the comparison and emits a compare and a blend).
+#if defined(__x86_64__) || defined(__i386__)
+    asm("" : "+x"(lowest.v));
+#endif
+    V t[N], r[N], p[N];
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) x[i] = max(lowest, x[i]);  // NaN: max returns x[i]
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) t[i] = x[i] + shifter;
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - (t[i] - shifter);
+    constexpr float c[] = {1.54614448547e-4f,
+                           1.34004279971e-3f,
+                           9.61805600673e-3f,
+                           5.55032715201e-2f,
+                           2.40226507187e-1f,
+                           6.93147182465e-1f,
+                           1.0f};
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) p[i] = fma(V::broadcast(c[0]), r[i], V::broadcast(c[1]));
+#pragma GCC unroll 8
+    for (std::size_t k = 2; k < 7; ++k)
+#pragma GCC unroll 8
+      for (std::size_t i = 0; i < N; ++i) p[i] = fma(p[i], r[i], V::broadcast(c[k]));
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) {
+      U bits;
+      std::memcpy(&bits, &t[i].v, sizeof bits);
+      bits <<= 23;  // n + 127 in the exponent field, 0 in the mantissa: 2^n (+0 for n = -127)
+      V scale;
+      std::memcpy(&scale.v, &bits, sizeof bits);
+      x[i] = p[i] * scale;
+    }
+  } else {
+    for (std::size_t i = 0; i < N; ++i)
+      for (std::size_t u = 0; u < simd<T>::width; ++u) x[i].v[u] = std::exp2(x[i].v[u]);
+  }
+}
+
+/// exp2_nonpositive of one register.
 template <class T>
 inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
-  if constexpr (std::is_same_v<T, float>) {
-    using V = simd<float>;
-    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));  // wraps, no UB
-    const V shifter = V::broadcast(12582912.0f);  // 1.5 · 2^23: adding it rounds to an integer
-    const V t = x + shifter;
-    const V r = x - (t - shifter);
-    V p = V::broadcast(1.54614448547e-4f);
-    p = fma(p, r, V::broadcast(1.34004279971e-3f));
-    p = fma(p, r, V::broadcast(9.61805600673e-3f));
-    p = fma(p, r, V::broadcast(5.55032715201e-2f));
-    p = fma(p, r, V::broadcast(2.40226507187e-1f));
-    p = fma(p, r, V::broadcast(6.93147182465e-1f));
-    p = fma(p, r, V::broadcast(1.0f));
-    U bits, scale;
-    std::memcpy(&bits, &p.v, sizeof bits);
-    std::memcpy(&scale, &t.v, sizeof scale);
-    bits += scale << 23;  // the low bits of t hold n; shifted, they add n to the exponent
-    V e;
-    std::memcpy(&e.v, &bits, sizeof bits);
-    // Below -125 the exponent field would reach 0 (and -inf gives NaN): the exact value
-    // there is under 2.4e-38, negligible beside the row's largest term 2^0 = 1.
-    e.v = x.v < -125.0f ? V::zero().v : e.v;
-    // A NaN argument gives NaN (the exponent trick above would turn a NaN whose payload has
-    // low bits set into a number): e >= 0 > x for every other x <= 0, and max() returns its
-    // second operand when it is NaN. One instruction.
-    return max(e, x);
-  } else {
-    simd<T> e;
-    for (std::size_t i = 0; i < simd<T>::width; ++i) e.v[i] = std::exp2(x.v[i]);
-    return e;
-  }
+  simd<T> one[1] = {x};
+  exp2_nonpositive(one);
+  return one[0];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -293,7 +318,19 @@ void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T
     const V m_use = select(m_new.v == minus_inf.v, V::zero(), m_new);
     const V a = exp2_nonpositive((m_old - m_use) * log2e);
     V sum = V::zero();
-    for (std::size_t j = 0; j < n; ++j) {
+    std::size_t j = 0;
+    for (; j + 4 <= n; j += 4) {  // four exponentials in flight
+      V e[4];
+#pragma GCC unroll 4
+      for (std::size_t u = 0; u < 4; ++u) e[u] = (V::load(st + (j + u) * tile + v) - m_use) * log2e;
+      exp2_nonpositive(e);
+#pragma GCC unroll 4
+      for (std::size_t u = 0; u < 4; ++u) {
+        e[u].store(st + (j + u) * tile + v);
+        sum += e[u];
+      }
+    }
+    for (; j < n; ++j) {
       const V e = exp2_nonpositive((V::load(st + j * tile + v) - m_use) * log2e);
       e.store(st + j * tile + v);
       sum += e;

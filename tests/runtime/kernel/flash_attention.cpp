@@ -460,28 +460,40 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_logits_stay_finite_and_exact, T, scalar_type
 }
 
 // 2^x for x <= 0 (the softmax's exponential, on (s - m) · log2 e; the backward's on
-// (S - lse) · log2 e) against std::exp2 in double, down to the flush to 0, lane by lane, and
-// at the edges; slightly positive arguments (S recomputed, rounded above lse) stay accurate.
+// (S - lse) · log2 e) against std::exp2 in double, down to the smallest normal result 2^-126,
+// lane by lane, one register and four at once, and at the edges: exactly 0 from -126.5 down
+// to -inf, NaN for NaN; slightly positive arguments (S recomputed, rounded above lse) stay
+// accurate.
 BOOST_AUTO_TEST_CASE(base_2_exponential_of_nonpositive_arguments) {
   using V = argus::kernel::simd<float>;
   using argus::kernel::detail::exp2_nonpositive;
   double worst = 0;  // relative error against std::exp2 in double
-  for (int step = -20; step <= 250000; ++step) {
-    const float x = -125.0f * static_cast<float>(step) / 250000.0f;  // from +0.01 to -125
+  for (int step = -20; step <= 252000; ++step) {
+    const float x = -0.0005f * static_cast<float>(step);  // from +0.01 to -126
     const double ref = std::exp2(static_cast<double>(x));
     worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
   }
   BOOST_TEST(worst < 3e-7);  // a few ulp
-  V lanes;
-  for (std::size_t u = 0; u < V::width; ++u) lanes.v[u] = -0.37f * static_cast<float>(u * u);
+  V four[4];
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t u = 0; u < V::width; ++u)
+      four[i].v[u] = -0.37f * static_cast<float>((i * V::width + u) * (u + 1));
+  V lanes = four[1];
   const V e = exp2_nonpositive(lanes);
+  exp2_nonpositive(four);
   for (std::size_t u = 0; u < V::width; ++u) {
     const double ref = std::exp2(static_cast<double>(lanes.v[u]));
     BOOST_TEST(std::abs(e[u] - ref) <= 3e-7 * ref);
+    BOOST_TEST(four[1][u] == e[u]);  // four at once: the same bits
   }
-  for (float x : {-125.5f, -126.0f, -150.0f, -1e4f, -std::numeric_limits<float>::infinity()})
+  for (float x : {-126.5f, -126.6f, -127.0f, -150.0f, -1e4f, -std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::infinity()})
     BOOST_TEST(exp2_nonpositive(V::broadcast(x))[0] == 0.0f);
+  BOOST_TEST(exp2_nonpositive(V::broadcast(-126.0f))[0] == std::numeric_limits<float>::min());
+  const float below = exp2_nonpositive(V::broadcast(-126.25f))[0];  // a subnormal result
+  BOOST_TEST(std::abs(below - std::exp2(-126.25)) <= std::exp2(-149.0));
   BOOST_TEST(exp2_nonpositive(V::broadcast(0.0f))[0] == 1.0f);
+  BOOST_TEST(exp2_nonpositive(V::broadcast(-0.0f))[0] == 1.0f);
   BOOST_TEST(exp2_nonpositive(V::broadcast(-1.0f))[0] == 0.5f);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   BOOST_TEST(std::isnan(exp2_nonpositive(V::broadcast(nan))[0]));
