@@ -131,6 +131,12 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
     // S − lse <= 0 up to the rounding of recomputing S (lse >= the row's maximum): e^(S − lse)
     // as 2^((S − lse) · log2 e), the forward's way (softmax_step); a tiny positive argument
     // gives 2^x as accurately, -inf gives 0, NaN stays NaN.
+    for (; j + 4 * w <= nk; j += 4 * w) {  // four exponentials in flight
+      V e[4];
+      for (std::size_t u = 0; u < 4; ++u) e[u] = (V::load(row + j + u * w) - lv) * log2e;
+      exp2_nonpositive(e);
+      for (std::size_t u = 0; u < 4; ++u) e[u].store(row + j + u * w);
+    }
     for (; j + w <= nk; j += w) exp2_nonpositive((V::load(row + j) - lv) * log2e).store(row + j);
     if (j < nk)
       exp2_nonpositive((V::load_partial(row + j, nk - j, minus_inf) - lv) * log2e)
