@@ -16,6 +16,9 @@
 //                     Qt, 6 broadcasts of K[j][c], 24 FMAs.
 //   lane_value_block  value_cols × q_vectors = 6 × 4 accumulators; per key j: 4 loads of
 //                     P^T, 6 broadcasts of V[j][c], 24 FMAs.
+//                     (Both run broadcast_product, the one loop of broadcasts times
+//                     registers of queries; they differ in which index of K or V is
+//                     contiguous, and in their prologue and epilogue.)
 //   score_dots        tiles of few rows (decode): dot products along d, a register of
 //                     partial sums per key, a width × width transpose per block of keys.
 //   value_block       tiles of few rows: the accumulator is (rows, DVP), d_v on lanes
@@ -155,6 +158,33 @@ inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
 }
 
 // ---------------------------------------------------------------------------------------
+// The register block both products of a tile share (queries on lanes).
+
+/// acc[a][v] += Σ_i x[a, i] · y[i][v · width ..] for a < A, v < QV, i < depth: an element of
+/// x is broadcast and multiplies a register of y, a (depth, q_tile) tile. x[a, i] is
+/// x[i · stride + a] when ContiguousA (V in lane_value_block: a = column, i = key) and
+/// x[a · stride + i] otherwise (K in score_block: a = key, i = feature), so the contiguous
+/// index's step is a compile-time 1. Per step of i: QV loads of y, A broadcasts, A · QV FMAs.
+template <class T, std::size_t A, std::size_t QV, bool ContiguousA>
+[[gnu::always_inline]] inline void broadcast_product(simd<T> (&acc)[A][QV], std::size_t depth,
+                                                     const T* x, std::size_t stride,
+                                                     const T* y) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  for (std::size_t i = 0; i < depth; ++i) {
+    V yi[QV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < QV; ++v) yi[v] = V::load(y + i * tile + v * w);
+#pragma GCC unroll 16
+    for (std::size_t a = 0; a < A; ++a) {
+      const V xa = V::broadcast(ContiguousA ? x[i * stride + a] : x[a * stride + i]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < QV; ++v) acc[a][v] = fma(xa, yi[v], acc[a][v]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // Scores: S^T = K · Qt.
 
 /// st[j][r] = Σ_c k[j][c] · qt[c][r] for j < Keys, r < QV · width (st and qt have rows of
@@ -170,17 +200,7 @@ inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t 
   for (std::size_t j = 0; j < Keys; ++j)
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < QV; ++v) acc[j][v] = V::zero();
-  for (std::size_t c = 0; c < d; ++c) {
-    V q[QV];
-#pragma GCC unroll 4
-    for (std::size_t v = 0; v < QV; ++v) q[v] = V::load(qt + c * tile + v * w);
-#pragma GCC unroll 16
-    for (std::size_t j = 0; j < Keys; ++j) {
-      const V kj = V::broadcast(k[j * k_row + c]);
-#pragma GCC unroll 4
-      for (std::size_t v = 0; v < QV; ++v) acc[j][v] = fma(kj, q[v], acc[j][v]);
-    }
-  }
+  broadcast_product<T, Keys, QV, false>(acc, d, k, k_row, qt);
 #pragma GCC unroll 4
   for (std::size_t v = 0; v < QV; ++v) {
     V even = V::load(top + v * w), odd = acc[0][v];  // two chains of maxima
@@ -472,17 +492,7 @@ inline void lane_value_block(std::size_t n, const T* p, const T* v, std::size_t 
 #pragma GCC unroll 4
       for (std::size_t q = 0; q < QV; ++q) o[c][q] = V::load(acc + c * tile + q * w) * a[q];
   }
-  for (std::size_t j = 0; j < n; ++j) {
-    V pj[QV];
-#pragma GCC unroll 4
-    for (std::size_t q = 0; q < QV; ++q) pj[q] = V::load(p + j * tile + q * w);
-#pragma GCC unroll 16
-    for (std::size_t c = 0; c < Cols; ++c) {
-      const V vc = V::broadcast(v[j * v_row + c]);
-#pragma GCC unroll 4
-      for (std::size_t q = 0; q < QV; ++q) o[c][q] = fma(vc, pj[q], o[c][q]);
-    }
-  }
+  broadcast_product<T, Cols, QV, true>(o, n, v, v_row, p);
 #pragma GCC unroll 16
   for (std::size_t c = 0; c < Cols; ++c)
 #pragma GCC unroll 4
