@@ -320,11 +320,10 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 /// has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
 ///
 /// e^(s - m) is taken as 2^x with x = (s - m) · log2 e and exp2_nonpositive (FlashAttention's
-/// exp2): 7 FMA-pipe operations per weight (the multiplication and the polynomial) instead
-/// of 9 for e^x with a Cody-Waite split, the subtraction going to an adder. Equal logits
-/// give equal weights; log2 e's rounding changes s - m by a relative 2e-8; nothing
-/// overflows, however large the logits (m · log2 e, formed first, would pass FLT_MAX above
-/// 2.4e38).
+/// exp2), four keys' registers at a time: no Cody-Waite split, the subtraction going to an
+/// adder. Equal logits give equal weights; log2 e's rounding changes s - m by a relative
+/// 2e-8; nothing overflows, however large the logits (m · log2 e, formed first, would pass
+/// FLT_MAX above 2.4e38).
 template <class T>
 void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
                   T* alpha) noexcept {
