@@ -5,7 +5,9 @@
 //     g = h / (heads / kv_heads)   (contiguous groups, as repeat_interleave)
 // with the FlashAttention-2 algorithm: queries are cut into tiles, keys stream through in
 // tiles, and every query row keeps a running maximum m, a running sum l and an output
-// accumulator, rescaled by e^(m_old - m_new) whenever the maximum grows. Nothing grows with
+// accumulator, rescaled by e^(m_old - m_new) whenever the maximum grows by more than
+// rescale_slack (lazily: on most tiles no row's maximum moves that far, and the
+// accumulator is not touched; flash_micro_kernels.hpp, softmax_step). Nothing grows with
 // seq_q · seq_kv: a thread holds the query tiles of one K/V group, one score tile and (when
 // d_v is not a whole number of registers) one padded V tile; flash_micro_kernels.hpp has
 // the tile kernels and their register blocking.
@@ -465,11 +467,12 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb) {
       else
         score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top);
       if (mask_tile(it, s, j0, n, any_key_ignored)) tile_maximum(it.scores, n, s.lanes(), it.top);
-      softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
+      const bool rescale = softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
         drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);
       if (s.on_lanes())
-        lane_value_tile<T, DV>(s.lanes(), p.d_v, n, it.scores, vt, v_row, s.alpha, s.acc);
+        lane_value_tile<T, DV>(s.lanes(), p.d_v, n, it.scores, vt, v_row,
+                               rescale ? s.alpha : nullptr, s.acc);
       else
         value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
       if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);

@@ -89,14 +89,14 @@ struct flash_blocking {
   }
 };
 
-/// 2^x lane-wise for x <= 0 (and slightly above), the only arguments the softmax takes
-/// ((s - max) · log2 e), for N registers at once: each step runs on all N before the next, so
-/// that N independent chains are in flight (Zen 1's FP scheduler holds about one chain's
-/// worth of operations; measured in docs/performance.md). float: x is clamped to -127 from
-/// below (a NaN stays NaN), x = n + r with n = round(x) and |r| <= 1/2, both exact (no
-/// Cody-Waite split, which e^x needs for n ln 2), 2^r by a degree-6 polynomial (the Chebyshev
-/// interpolant of e^t on |t| <= ln2/2, relative error 2e-8 before rounding, in t = r ln 2),
-/// and the result is p · 2^n, 2^n built from the bits of the rounding constant t (whose low
+/// 2^x lane-wise for x <= 0 and up to 8 (and slightly above), the only arguments the softmax
+/// takes ((s - m) · log2 e, m at most rescale_slack below s), for N registers at once: each step
+/// runs on all N before the next, so that N independent chains are in flight (Zen 1's FP scheduler
+/// holds about one chain's worth of operations; measured in docs/performance.md). float: x is
+/// clamped to -127 from below (a NaN stays NaN), x = n + r with n = round(x) and |r| <= 1/2, both
+/// exact (no Cody-Waite split, which e^x needs for n ln 2), 2^r by a degree-6 polynomial (the
+/// Chebyshev interpolant of e^t on |t| <= ln2/2, relative error 2e-8 before rounding, in t = r ln
+/// 2), and the result is p · 2^n, 2^n built from the bits of the rounding constant t (whose low
 /// mantissa bits hold n + 127). So -inf and every x < -126.5 give exactly 0 (2^n is +0 for
 /// n = -127), x down to -126 a normal number, a NaN gives NaN; 12 vector operations, 7 of
 /// them FMAs or products. double: std::exp2 per lane.
@@ -314,10 +314,21 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 // ---------------------------------------------------------------------------------------
 // Online softmax on a score tile.
 
+/// Weights may pass 1 by this much before the running maximum is raised (lazy rescaling):
+/// a column's m moves only when the tile's maximum exceeds it by more than ln 2^8, so its
+/// weights stay below 2^8 and l below 2^8 · seq_kv, and on most tiles no maximum moves and
+/// the accumulator is not rescaled at all (FlashAttention-4's conditional rescaling). The
+/// result is the same softmax: P, l and the accumulator share whatever m the column holds.
+template <class T>
+inline constexpr T rescale_slack = T(8) * std::numbers::ln2_v<T>;
+
 /// One step of the online softmax for the first `lanes` columns of the score tile st (n
-/// keys) whose column maxima are top: m = max(m, top); alpha = e^(m_old - m); st becomes
-/// P = e^(st - m); l = alpha · l + Σ_j P. A column whose keys have all been masked so far
-/// has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
+/// keys) whose column maxima are top: where top > m + rescale_slack, m = top and alpha =
+/// e^(m_old - m), elsewhere m stays and alpha = 1; st becomes P = e^(st - m); l = alpha · l
+/// + Σ_j P. Returns whether some column's m moved, i.e. whether the caller's accumulator
+/// needs the rescale by alpha (false: every alpha is 1, or 0 on a column still at m = -inf,
+/// whose accumulator holds 0 or NaN either way). A column whose keys have all been masked so
+/// far has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
 ///
 /// e^(s - m) is taken as 2^x with x = (s - m) · log2 e and exp2_nonpositive (FlashAttention's
 /// exp2), four keys' registers at a time: no Cody-Waite split, the subtraction going to an
@@ -325,15 +336,21 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 /// 2e-8; nothing overflows, however large the logits (m · log2 e, formed first, would pass
 /// FLT_MAX above 2.4e38).
 template <class T>
-void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
+bool softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
                   T* alpha) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   const V minus_inf = V::broadcast(-std::numeric_limits<T>::infinity());
   const V log2e = V::broadcast(std::numbers::log2e_v<T>);
+  const V slack = V::broadcast(rescale_slack<T>);
+  typename V::mask_type moved{};
   for (std::size_t v = 0; v < lanes; v += w) {
-    const V m_old = V::load(m + v);
-    const V m_new = max(m_old, V::load(top + v));
+    const V m_old = V::load(m + v), tile_max = V::load(top + v);
+    // -inf + slack is -inf, so a column's first finite maximum always moves it; a NaN
+    // maximum never does (its P is NaN through the exponential).
+    const auto grows = tile_max.v > (m_old + slack).v;
+    moved |= grows;
+    const V m_new = select(grows, tile_max, m_old);
     const V m_use = select(m_new.v == minus_inf.v, V::zero(), m_new);
     const V a = exp2_nonpositive((m_old - m_use) * log2e);
     V sum = V::zero();
@@ -358,6 +375,9 @@ void softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T
     a.store(alpha + v);
     fma(V::load(l + v), a, sum).store(l + v);
   }
+  for (std::size_t u = 0; u < w; ++u)
+    if (moved[u] != 0) return true;
+  return false;
 }
 
 /// top[r] = max_j st[j][r] over the n keys of a score tile, r < lanes (after masking).
@@ -474,22 +494,27 @@ inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n,
 // ---------------------------------------------------------------------------------------
 // Values with queries on lanes: O^T = alpha · O^T + V^T · P^T.
 
-/// acc[c][r] = alpha[r] · acc[c][r] + Σ_j v[j][c] · p[j][r] for c < Cols, r < QV · width;
-/// p and acc have rows of q_tile, v rows of v_row.
+/// acc[c][r] = alpha[r] · acc[c][r] + Σ_j v[j][c] · p[j][r] for c < Cols, r < QV · width
+/// (alpha null: every alpha[r] is 1, no rescale); p and acc have rows of q_tile, v rows of
+/// v_row.
 template <class T, std::size_t Cols, std::size_t QV>
 inline void lane_value_block(std::size_t n, const T* p, const T* v, std::size_t v_row,
                              const T* alpha, T* acc) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   V o[Cols][QV];
-  {
+#pragma GCC unroll 16
+  for (std::size_t c = 0; c < Cols; ++c)
+#pragma GCC unroll 4
+    for (std::size_t q = 0; q < QV; ++q) o[c][q] = V::load(acc + c * tile + q * w);
+  if (alpha != nullptr) {
     V a[QV];
 #pragma GCC unroll 4
     for (std::size_t q = 0; q < QV; ++q) a[q] = V::load(alpha + q * w);
 #pragma GCC unroll 16
     for (std::size_t c = 0; c < Cols; ++c)
 #pragma GCC unroll 4
-      for (std::size_t q = 0; q < QV; ++q) o[c][q] = V::load(acc + c * tile + q * w) * a[q];
+      for (std::size_t q = 0; q < QV; ++q) o[c][q] *= a[q];
   }
   broadcast_product<T, Cols, QV, true>(o, n, v, v_row, p);
 #pragma GCC unroll 16
@@ -523,7 +548,8 @@ inline void lane_value_columns(std::size_t d_v, std::size_t n, const T* p, const
 
 /// acc^T (D_V, Q_TILE) = alpha · acc^T + V^T · P^T for the n keys of a tile, for the first
 /// `lanes` columns (a whole number of registers; the rest are not touched): P^T = S^T
-/// (n, Q_TILE) after softmax_step, V rows of v_row elements. DV != 0 fixes d_v.
+/// (n, Q_TILE) after softmax_step, V rows of v_row elements; alpha null: no rescale (every
+/// alpha is 1). DV != 0 fixes d_v.
 template <class T, std::size_t DV>
 inline void lane_value_tile(std::size_t lanes, std::size_t d_v, std::size_t n, const T* p,
                             const T* v, std::size_t v_row, const T* alpha, T* acc) noexcept {

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <numbers>
 #include <random>
 #include <sstream>
 #include <string>
@@ -48,6 +49,7 @@ struct config {
   std::size_t pad = 0;                      // extra elements at the end of every row
   bool ignore_all_keys_of_batch_0 = false;  // every row of batch item 0 fully masked
   bool integer_inputs = false;              // exact large logits
+  double rise = 0;  // != 0: an additive term rise · j, logits that climb (or fall) along the keys
   std::size_t threads = 1;
 
   std::string describe() const {
@@ -58,7 +60,7 @@ struct config {
       << (additive ? " additive" : "") << (broadcast_masks ? " broadcast" : "")
       << (projection_layout ? " (B,S,H*D)" : " (B,H,S,D)") << " pad=" << pad
       << (ignore_all_keys_of_batch_0 ? " all-masked-b0" : "") << (integer_inputs ? " integer" : "")
-      << " threads=" << threads;
+      << " rise=" << rise << " threads=" << threads;
     return s.str();
   }
 };
@@ -134,13 +136,17 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
     for (auto& x : ignore) x = u01() < c.ignore_rate ? 1 : 0;
     p.ignore = ignore.data();
   }
-  if (c.additive) {
+  if (c.additive || c.rise != 0) {
     p.add_row = c.seq_kv + 1;
     p.add_head = c.broadcast_masks ? 0 : c.seq_q * p.add_row;
     p.add_batch = c.broadcast_masks ? 0 : c.heads * c.seq_q * p.add_row;
     additive.resize((c.broadcast_masks ? 1 : c.batch * c.heads) * c.seq_q * p.add_row);
-    for (auto& x : additive)
-      x = u01() < 0.05 ? -std::numeric_limits<T>::infinity() : static_cast<T>(3 * unit());
+    for (std::size_t x = 0; x < additive.size(); ++x) {
+      const double ramp = c.rise * static_cast<double>(x % p.add_row);  // rise · j
+      additive[x] = !c.additive    ? static_cast<T>(ramp)
+                    : u01() < 0.05 ? -std::numeric_limits<T>::infinity()
+                                   : static_cast<T>(ramp + 3 * unit());
+    }
     p.additive = additive.data();
   }
 
@@ -432,6 +438,25 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(logits_near_the_largest_value_give_the_softmax, T,
   argus::set_num_threads(0);
 }
 
+// Lazy rescaling (softmax_step moves a running maximum only when a tile's maximum passes it
+// by more than rescale_slack): logits that climb along the keys by less than the slack in
+// all (the first tile's maximum stays, weights grow past 1), by about a tile's worth of
+// slack every few tiles, by more than the slack within each tile, and that fall; on the
+// tiled and the decode path, with a causal mask, on 1 and 2 threads.
+BOOST_AUTO_TEST_CASE_TEMPLATE(running_maxima_that_rise_across_tiles, T, scalar_types) {
+  std::mt19937_64 rng(20261123);
+  for (double rise : {0.004, 0.03, 0.12, -0.05})
+    for (bool causal : {false, true}) {
+      config c;
+      c.heads = 2, c.kv_heads = 1, c.d_k = c.d_v = 64;
+      c.seq_q = 70, c.seq_kv = 500, c.causal = causal, c.rise = rise;
+      c.threads = causal ? 2 : 1;
+      check<T>(c, rng);
+      c.seq_q = 1, c.seq_kv = 600, c.causal = false;  // decode path: key chunks merged
+      check<T>(c, rng);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(no_keys_gives_zeros_and_empty_problems_do_nothing) {
   std::vector<float> q(8, 1.0f), o(8, 7.0f);
   attention_problem<float> p{};
@@ -462,14 +487,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(large_logits_stay_finite_and_exact, T, scalar_type
 // 2^x for x <= 0 (the softmax's exponential, on (s - m) · log2 e; the backward's on
 // (S - lse) · log2 e) against std::exp2 in double, down to the smallest normal result 2^-126,
 // lane by lane, one register and four at once, and at the edges: exactly 0 from -126.5 down
-// to -inf, NaN for NaN; slightly positive arguments (S recomputed, rounded above lse) stay
-// accurate.
+// to -inf, NaN for NaN; positive arguments up to the lazy rescaling's slack (a running
+// maximum left up to rescale_slack below the scores) and slightly beyond stay accurate.
 BOOST_AUTO_TEST_CASE(base_2_exponential_of_nonpositive_arguments) {
   using V = argus::kernel::simd<float>;
   using argus::kernel::detail::exp2_nonpositive;
+  const double slack = argus::kernel::detail::rescale_slack<double> * std::numbers::log2e;
+  BOOST_TEST(slack == 8.0, boost::test_tools::tolerance(1e-12));
   double worst = 0;  // relative error against std::exp2 in double
-  for (int step = -20; step <= 252000; ++step) {
-    const float x = -0.0005f * static_cast<float>(step);  // from +0.01 to -126
+  for (int step = -16100; step <= 252000; ++step) {
+    const float x = -0.0005f * static_cast<float>(step);  // from +8.05 to -126
     const double ref = std::exp2(static_cast<double>(x));
     worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
   }
