@@ -86,8 +86,8 @@ endef
 # tests, every header alone), which are what differs between compilers; under ASan+UBSan the
 # tests labelled memory (the kernels, file parsing, run-time checks, bad values, golden
 # forward and gradients); under TSan the tests labelled threads; the libFuzzer target for
-# 30 s (Clang, ASan+UBSan, random shapes and masks). Every configuration but the fuzzer's
-# compiles the kernels once (ARGUS_COMPILED_KERNELS) and the tests at -Og (sanitizers: -O0),
+# 30 s (Clang, ASan+UBSan, random shapes and masks). Every configuration compiles the
+# kernels once (ARGUS_COMPILED_KERNELS) and the tests at -Og (sanitizers: -O0; fuzzer: -O1),
 # with precompiled headers. `make test-clang` runs the whole suite with Clang,
 # `make test-asan-all` every unit and golden test under ASan+UBSan.
 test: deps

@@ -11,14 +11,31 @@
     "argus/kernel/instantiate.hpp defines kernels: compile it without ARGUS_DISPATCH_KERNELS (a program that defines it calls the kernels of a dispatching kernel library)"
 #endif
 
+// ARGUS_KERNEL_INSTANTIATE_PART splits the definitions over two translation units that a
+// compiler runs side by side (argus_add_kernel_library does): 1 defines the float entry
+// points, 2 the double ones and compiled_variant(), whose table reaches the float ones through
+// their `extern template` declarations. Undefined: everything in one translation unit.
+#if defined(ARGUS_KERNEL_INSTANTIATE_PART)
+#if !defined(ARGUS_EXTERN_KERNELS)
+#error \
+    "ARGUS_KERNEL_INSTANTIATE_PART splits a compiled-once kernel library: define ARGUS_EXTERN_KERNELS too"
+#elif ARGUS_KERNEL_INSTANTIATE_PART != 1 && ARGUS_KERNEL_INSTANTIATE_PART != 2
+#error "ARGUS_KERNEL_INSTANTIATE_PART is 1 (the float entry points) or 2 (double, and the table)"
+#endif
+#endif
+
 #include "argus/kernel/instances.hpp"
 
 namespace argus::kernel {
 inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
+#if !defined(ARGUS_KERNEL_INSTANTIATE_PART) || ARGUS_KERNEL_INSTANTIATE_PART == 1
 ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_INSTANTIATION, float)
-ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_INSTANTIATION, double)
 ARGUS_KERNEL_GEMM_INLINED_CALLEES(template, float)
+#endif
+
+#if !defined(ARGUS_KERNEL_INSTANTIATE_PART) || ARGUS_KERNEL_INSTANTIATE_PART == 2
+ARGUS_KERNEL_ENTRY_POINTS(ARGUS_KERNEL_INSTANTIATION, double)
 ARGUS_KERNEL_GEMM_INLINED_CALLEES(template, double)
 
 const kernel_variant& compiled_variant() noexcept {
@@ -29,6 +46,7 @@ const kernel_variant& compiled_variant() noexcept {
   static constexpr kernel_variant variant{compiled_isa, &float_entry_points, &double_entry_points};
   return variant;
 }
+#endif
 
 }  // namespace ARGUS_KERNEL_ISA_NAMESPACE
 }  // namespace argus::kernel
