@@ -89,17 +89,17 @@ struct flash_blocking {
   }
 };
 
-/// 2^x lane-wise for x <= 0 and up to 8 (and slightly above), the only arguments the softmax
-/// takes ((s - m) · log2 e, m at most rescale_slack below s), for N registers at once: each step
-/// runs on all N before the next, so that N independent chains are in flight (Zen 1's FP scheduler
+/// 2^x lane-wise for x <= 8 (the construction holds below 128): the softmax's arguments,
+/// (s - m) · log2 e with m at most rescale_slack below s. N registers at once: each step runs
+/// on all N before the next, so that N independent chains are in flight (Zen 1's FP scheduler
 /// holds about one chain's worth of operations; measured in docs/performance.md). float: x is
-/// clamped to -127 from below (a NaN stays NaN), x = n + r with n = round(x) and |r| <= 1/2, both
-/// exact (no Cody-Waite split, which e^x needs for n ln 2), 2^r by a degree-6 polynomial (the
-/// Chebyshev interpolant of e^t on |t| <= ln2/2, relative error 2e-8 before rounding, in t = r ln
-/// 2), and the result is p · 2^n, 2^n built from the bits of the rounding constant t (whose low
-/// mantissa bits hold n + 127). So -inf and every x < -126.5 give exactly 0 (2^n is +0 for
-/// n = -127), x down to -126 a normal number, a NaN gives NaN; 12 vector operations, 7 of
-/// them FMAs or products. double: std::exp2 per lane.
+/// clamped to -127 from below (a NaN stays NaN), x = n + r with n = round(x) and |r| <= 1/2,
+/// both exact (no Cody-Waite split, which e^x needs for n ln 2), 2^r by a degree-6 polynomial
+/// in t = r ln 2 (the Chebyshev interpolant of e^t on |t| <= ln2/2, relative error 2e-8
+/// before rounding), and the result is p · 2^n, 2^n built from the bits of the rounding
+/// constant t (whose low mantissa bits hold n + 127). So -inf and every x < -126.5 give exactly 0
+/// (2^n is +0 for n = -127), x down to -126 a normal number, a NaN gives NaN; 12 vector operations,
+/// 7 of them FMAs or products. double: std::exp2 per lane.
 template <class T, std::size_t N>
 inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
   if constexpr (std::is_same_v<T, float>) {
