@@ -26,9 +26,9 @@ endif()
 # (argus_add_kernel_library, argus/kernel/instances.hpp), and every test, example and
 # benchmark links it: their own translation units then only compile argus's expression layer,
 # which the presets build at -Og. Off in the `release` preset (the benchmarks compile the
-# kernels in each TU at -O3, as a header-only user does). In the `fuzz` preset the kernels
-# carry libFuzzer's coverage instrumentation (tests/fuzz/CMakeLists.txt), so that its
-# coverage reaches into them.
+# kernels in each TU at -O3, as a header-only user does) and in the `fuzz` preset, whose
+# tests/fuzz/CMakeLists.txt compiles the kernels once itself, with libFuzzer's coverage
+# instrumentation.
 #
 # ARGUS_KERNEL_DISPATCH makes argus_kernels a dispatching library (argus_add_kernel_library(...
 # DISPATCH)): the portable, AVX2+FMA and AVX-512 kernels side by side, one picked at run time.
