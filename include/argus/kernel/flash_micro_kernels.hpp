@@ -101,7 +101,7 @@ struct flash_blocking {
 /// (2^n is +0 for n = -127), x down to -126 a normal number, a NaN gives NaN; 12 vector operations,
 /// 7 of them FMAs or products. double: std::exp2 per lane.
 template <class T, std::size_t N>
-inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
+[[gnu::always_inline]] inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
   if constexpr (std::is_same_v<T, float>) {
     using V = simd<float>;  // not simd<T>: a dependent vector_size would be dropped
     using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));
@@ -151,7 +151,7 @@ inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
 
 /// exp2_nonpositive of one register.
 template <class T>
-inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
+[[gnu::always_inline]] inline simd<T> exp2_nonpositive(simd<T> x) noexcept {
   simd<T> one[1] = {x};
   exp2_nonpositive(one);
   return one[0];
