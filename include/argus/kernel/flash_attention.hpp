@@ -488,12 +488,20 @@ void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s
   auto out_row = [&](std::size_t r) {
     return p.o + b * p.o_batch + s.head[r] * p.o_head + s.query[r] * p.o_row;
   };
-  auto inverse = [&](std::size_t r) { return s.l[r] > T(0) ? T(1) / s.l[r] : T(0); };
+  // 1 / l per row (0 where l is 0: a row with no key), one division per register of rows
+  // rather than one per row and register of columns; the same values as the scalar 1 / l.
+  alignas(buffer_alignment) T inverse[tile];
+  for (std::size_t v = 0; v < tile; v += w) {
+    const V l = V::load(s.l + v);
+    select(l.v > V::zero().v, V::broadcast(T(1)) / l, V::zero()).store(inverse + v);
+  }
   if (s.on_lanes()) {
     // acc^T (D_V, Q_TILE): width × width register transposes give width rows at a time (the
     // lanes past `rows` are padding, read and not stored).
     for (std::size_t r0 = 0; r0 < s.rows; r0 += w) {
       const std::size_t rows = std::min(w, s.rows - r0);
+      T* out[w];
+      for (std::size_t u = 0; u < rows; ++u) out[u] = out_row(r0 + u);
       for (std::size_t c0 = 0; c0 < p.d_v; c0 += w) {
         const std::size_t cols = std::min(w, p.d_v - c0);
         V block[w];
@@ -501,18 +509,18 @@ void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s
           block[u] = u < cols ? V::load(s.acc + (c0 + u) * tile + r0) : V::zero();
         transpose(block);
         for (std::size_t u = 0; u < rows; ++u) {
-          const V x = block[u] * V::broadcast(inverse(r0 + u));
+          const V x = block[u] * V::broadcast(inverse[r0 + u]);
           if (cols == w)
-            x.store(out_row(r0 + u) + c0);
+            x.store(out[u] + c0);
           else
-            x.store_partial(out_row(r0 + u) + c0, cols);
+            x.store_partial(out[u] + c0, cols);
         }
       }
     }
   }
   for (std::size_t r = 0; r < s.rows; ++r) {
     if (!s.on_lanes()) {
-      const V inv = V::broadcast(inverse(r));
+      const V inv = V::broadcast(inverse[r]);
       T* o = out_row(r);
       const T* a = s.acc + r * dvp;
       std::size_t c = 0;
