@@ -48,7 +48,120 @@ inline void advise_huge_pages([[maybe_unused]] void* p,
 #endif
 }
 
+/// Freed buffers of at least huge_page_bytes are kept, per thread, up to this many bytes in
+/// all (ARGUS_BUFFER_CACHE_BYTES; 0 turns the cache off), and a later buffer of the same
+/// size class (its bytes rounded up to whole huge pages) on that thread takes one of them
+/// instead of new memory. An evaluation allocates its results and temporaries on the calling
+/// thread and frees them before it returns, so from the second call on with the same shapes
+/// it maps no new memory: no page faults, no zeroing of fresh pages by the kernel, no mmap
+/// and munmap per buffer. (On the Zen 5 KVM guest of docs/performance.md those were 8-10 %
+/// of the full MHA at n 1024 on 2 threads; "Huge pages for large buffers".)
+/// argus::release_cached_buffers() gives the calling thread's cache back.
+#ifndef ARGUS_BUFFER_CACHE_BYTES
+#define ARGUS_BUFFER_CACHE_BYTES (std::size_t{256} << 20)
+#endif
+inline constexpr std::size_t buffer_cache_bytes = ARGUS_BUFFER_CACHE_BYTES;
+
+/// The bytes a buffer of `bytes` bytes allocates: large ones in whole huge pages, so that one
+/// freed block serves any later buffer of its class.
+constexpr std::size_t allocation_bytes(std::size_t bytes) noexcept {
+  return ARGUS_HUGE_PAGES && bytes >= huge_page_bytes
+             ? (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes
+             : bytes;
+}
+
+/// One thread's freed large blocks (see buffer_cache_bytes): at most `slots` of them, at
+/// most buffer_cache_bytes in all; the oldest goes when a new one does not fit.
+class buffer_cache {
+ public:
+  static constexpr std::size_t slots = 8;
+
+  buffer_cache() = default;
+  buffer_cache(const buffer_cache&) = delete;
+  buffer_cache& operator=(const buffer_cache&) = delete;
+  ~buffer_cache() { release(); }
+
+  /// A kept block of exactly `bytes` bytes, taken out of the cache; nullptr if none.
+  void* take(std::size_t bytes) noexcept {
+    for (std::size_t i = count_; i-- > 0;)
+      if (blocks_[i].bytes == bytes) {
+        void* p = blocks_[i].p;
+        held_ -= bytes;
+        for (std::size_t j = i + 1; j < count_; ++j) blocks_[j - 1] = blocks_[j];
+        --count_;
+        return p;
+      }
+    return nullptr;
+  }
+  /// Keeps the block p of `bytes` bytes (allocated with `alignment`), or frees it when it
+  /// alone is over the limit.
+  void keep(void* p, std::size_t bytes, std::align_val_t alignment) noexcept {
+    if (bytes > buffer_cache_bytes) {
+      ::operator delete[](p, alignment);
+      return;
+    }
+    while (count_ == slots || held_ + bytes > buffer_cache_bytes) drop_oldest();
+    blocks_[count_++] = {p, bytes, alignment};
+    held_ += bytes;
+  }
+  /// Frees every kept block.
+  void release() noexcept {
+    while (count_ > 0) drop_oldest();
+  }
+  std::size_t held_bytes() const noexcept { return held_; }
+
+ private:
+  struct block {
+    void* p;
+    std::size_t bytes;
+    std::align_val_t alignment;
+  };
+  void drop_oldest() noexcept {
+    ::operator delete[](blocks_[0].p, blocks_[0].alignment);
+    held_ -= blocks_[0].bytes;
+    for (std::size_t j = 1; j < count_; ++j) blocks_[j - 1] = blocks_[j];
+    --count_;
+  }
+  block blocks_[slots] = {};
+  std::size_t count_ = 0, held_ = 0;
+};
+
+/// Set when the calling thread's cache has been destroyed (thread exit; for the main
+/// thread, before objects of static storage): a buffer freed after that, e.g. by such an
+/// object, is freed at once. A bool: never destroyed itself.
+inline bool& thread_buffer_cache_closed() noexcept {
+  thread_local bool closed = false;
+  return closed;
+}
+
+/// The calling thread's cache, or nullptr once it has been destroyed.
+inline buffer_cache* thread_buffer_cache() noexcept {
+  if (thread_buffer_cache_closed()) return nullptr;
+  struct owner {
+    buffer_cache cache;
+    owner() = default;
+    owner(const owner&) = delete;
+    owner(owner&&) = delete;
+    owner& operator=(const owner&) = delete;
+    owner& operator=(owner&&) = delete;
+    ~owner() { thread_buffer_cache_closed() = true; }
+  };
+  thread_local owner o;
+  return &o.cache;
+}
+
+/// Whether blocks of this many (allocation) bytes go through the cache.
+constexpr bool cached_size(std::size_t bytes) noexcept {
+  return buffer_cache_bytes > 0 && ARGUS_HUGE_PAGES && bytes >= huge_page_bytes;
+}
+
 }  // namespace detail
+
+/// Frees the large buffers the calling thread keeps for reuse (detail::buffer_cache_bytes),
+/// e.g. after a long sequence on a thread that will now process short ones.
+inline void release_cached_buffers() noexcept {
+  if (detail::buffer_cache* c = detail::thread_buffer_cache()) c->release();
+}
 
 /// Tag: leave the elements of a new buffer uninitialised (the caller writes every one).
 struct uninitialized_t {
@@ -71,11 +184,20 @@ class aligned_buffer {
   aligned_buffer(std::size_t n, uninitialized_t) : size_(n) {
     if (n == 0) return;
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
-    const std::size_t bytes = n * sizeof(T);
+    const std::size_t bytes = detail::allocation_bytes(n * sizeof(T));
     const std::align_val_t alignment{detail::buffer_alignment_for(bytes)};
+    if (detail::cached_size(bytes)) {
+      detail::buffer_cache* cache = detail::thread_buffer_cache();
+      if (void* p = cache != nullptr ? cache->take(bytes) : nullptr) {
+        data_ = std::unique_ptr<T[], deleter>(static_cast<T*>(p), deleter{alignment, bytes});
+        return;
+      }
+    }
     data_ = std::unique_ptr<T[], deleter>(static_cast<T*>(::operator new[](bytes, alignment)),
-                                          deleter{alignment});
-    detail::advise_huge_pages(data_.get(), bytes);
+                                          deleter{alignment, bytes});
+    // The whole huge pages of what is asked for: a partial last page stays on small pages,
+    // so that a buffer's resident size does not grow by up to 2 MiB.
+    detail::advise_huge_pages(data_.get(), n * sizeof(T));
   }
   aligned_buffer(const aligned_buffer& o) : aligned_buffer(o.size_) {
     std::copy_n(o.data(), size_, data());
@@ -101,7 +223,15 @@ class aligned_buffer {
  private:
   struct deleter {
     std::align_val_t alignment{kernel::buffer_alignment};
-    void operator()(T* p) const noexcept { ::operator delete[](p, alignment); }
+    std::size_t bytes = 0;  // as allocated (detail::allocation_bytes)
+    void operator()(T* p) const noexcept {
+      detail::buffer_cache* cache =
+          detail::cached_size(bytes) ? detail::thread_buffer_cache() : nullptr;
+      if (cache != nullptr)
+        cache->keep(p, bytes, alignment);
+      else
+        ::operator delete[](p, alignment);
+    }
   };
   std::unique_ptr<T[], deleter> data_;
   std::size_t size_ = 0;

@@ -15,7 +15,9 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -125,4 +127,83 @@ BOOST_AUTO_TEST_CASE(large_buffers_are_eligible_for_transparent_huge_pages) {
   }
   // Under "madvise" only the madvise makes the mapping eligible.
   BOOST_TEST(eligible == "1", "THPeligible of the buffer's mapping (mode " << mode << ")");
+}
+
+BOOST_AUTO_TEST_CASE(freed_large_buffers_are_reused_by_the_next_of_their_size_class) {
+  argus::release_cached_buffers();
+  auto& cache = *argus::detail::thread_buffer_cache();
+  BOOST_TEST(cache.held_bytes() == 0u);
+  const std::size_t n = 3 * huge / sizeof(float) - 100;  // rounds up to 3 huge pages
+  const float* first = nullptr;
+  {
+    argus::aligned_buffer<float> b(n, argus::uninitialized);
+    first = b.data();
+    for (std::size_t i = 0; i < n; ++i) b.data()[i] = 7.0f;  // dirty, for the zeroing below
+  }
+  BOOST_TEST(cache.held_bytes() == 3 * huge);
+  {
+    // The same size class (3 huge pages): the same block, zeroed when asked.
+    const argus::aligned_buffer<float> again(3 * huge / sizeof(float));
+    BOOST_TEST(again.data() == first);
+    BOOST_TEST(cache.held_bytes() == 0u);
+    bool zero = true;
+    for (std::size_t i = 0; i < again.size(); ++i) zero = zero && again.data()[i] == 0.0f;
+    BOOST_TEST(zero);
+  }
+  {
+    // Another class: new memory, and the kept block stays kept.
+    const argus::aligned_buffer<float> other(2 * huge / sizeof(float), argus::uninitialized);
+    BOOST_TEST(other.data() != first);
+    BOOST_TEST(cache.held_bytes() == 3 * huge);
+  }
+  BOOST_TEST(cache.held_bytes() == 5 * huge);
+  // Small buffers never go through the cache.
+  { const argus::aligned_buffer<float> small(1000); }
+  BOOST_TEST(cache.held_bytes() == 5 * huge);
+  argus::release_cached_buffers();
+  BOOST_TEST(cache.held_bytes() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_cache_holds_at_most_its_slots_and_bytes) {
+  argus::release_cached_buffers();
+  auto& cache = *argus::detail::thread_buffer_cache();
+  constexpr std::size_t slots = argus::detail::buffer_cache::slots;
+  {
+    std::vector<argus::aligned_buffer<float>> many;
+    for (std::size_t i = 0; i < slots + 3; ++i)
+      many.emplace_back(huge / sizeof(float), argus::uninitialized);
+  }  // slots + 3 blocks of one huge page freed: the last `slots` kept
+  BOOST_TEST(cache.held_bytes() == slots * huge);
+  constexpr std::size_t cap = argus::detail::buffer_cache_bytes;
+  {
+    // A block over the whole limit is freed at once, and evicts nothing.
+    const argus::aligned_buffer<char> too_big(cap + huge, argus::uninitialized);
+  }
+  BOOST_TEST(cache.held_bytes() == slots * huge);
+  {
+    // A block that fits only after evictions pushes the oldest out.
+    const argus::aligned_buffer<char> most(cap - huge, argus::uninitialized);
+  }
+  BOOST_TEST(cache.held_bytes() <= cap);
+  BOOST_TEST(cache.held_bytes() == cap);  // cap - huge, plus the newest one-page block
+  argus::release_cached_buffers();
+  BOOST_TEST(cache.held_bytes() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(each_thread_has_its_own_cache) {
+  argus::release_cached_buffers();
+  const float* here = nullptr;
+  {
+    const argus::aligned_buffer<float> b(huge / sizeof(float));
+    here = b.data();
+  }
+  const float* there = nullptr;
+  std::thread t([&] {
+    const argus::aligned_buffer<float> b(huge / sizeof(float));
+    there = b.data();
+  });  // freed into that thread's cache, which is freed when the thread ends
+  t.join();
+  BOOST_TEST(there != here);  // the block kept here was not taken there
+  BOOST_TEST(argus::detail::thread_buffer_cache()->held_bytes() == huge);
+  argus::release_cached_buffers();
 }
