@@ -54,8 +54,9 @@ inline void advise_huge_pages([[maybe_unused]] void* p,
 /// instead of new memory. An evaluation allocates its results and temporaries on the calling
 /// thread and frees them before it returns, so from the second call on with the same shapes
 /// it maps no new memory: no page faults, no zeroing of fresh pages by the kernel, no mmap
-/// and munmap per buffer. (On the Zen 5 KVM guest of docs/performance.md those were 8-10 %
-/// of the full MHA at n 1024 on 2 threads; "Huge pages for large buffers".)
+/// and munmap per buffer. (On the Zen 5 KVM guest of docs/performance.md those were about
+/// 8 % of the samples of the full MHA at n 1024 on 2 threads; "Huge pages for large
+/// buffers".)
 /// argus::release_cached_buffers() gives the calling thread's cache back.
 #ifndef ARGUS_BUFFER_CACHE_BYTES
 #define ARGUS_BUFFER_CACHE_BYTES (std::size_t{256} << 20)
@@ -183,7 +184,10 @@ class aligned_buffer {
   }
   aligned_buffer(std::size_t n, uninitialized_t) : size_(n) {
     if (n == 0) return;
-    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    // Past this, n · sizeof(T) rounded up to whole huge pages would wrap around.
+    constexpr std::size_t most =
+        (std::numeric_limits<std::size_t>::max() - detail::huge_page_bytes) / sizeof(T);
+    if (n > most) throw std::bad_array_new_length();
     const std::size_t bytes = detail::allocation_bytes(n * sizeof(T));
     const std::align_val_t alignment{detail::buffer_alignment_for(bytes)};
     if (detail::cached_size(bytes)) {

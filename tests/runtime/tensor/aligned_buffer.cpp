@@ -110,6 +110,12 @@ BOOST_AUTO_TEST_CASE(a_size_past_the_address_space_throws_before_allocating) {
   const std::size_t too_many = std::numeric_limits<std::size_t>::max() / sizeof(double) + 1;
   BOOST_CHECK_THROW(argus::aligned_buffer<double>(too_many, argus::uninitialized),
                     std::bad_array_new_length);
+  // Sizes that fit, but would wrap around when rounded up to whole huge pages.
+  const std::size_t near_max = (std::numeric_limits<std::size_t>::max() - 1000) / sizeof(double);
+  BOOST_CHECK_THROW(argus::aligned_buffer<double>(near_max, argus::uninitialized),
+                    std::bad_array_new_length);
+  BOOST_CHECK_THROW(argus::aligned_buffer<char>(std::numeric_limits<std::size_t>::max() - 1),
+                    std::bad_array_new_length);
 }
 
 BOOST_AUTO_TEST_CASE(large_buffers_are_eligible_for_transparent_huge_pages) {
