@@ -33,9 +33,14 @@ namespace detail {
 /// every buffer is aligned to kernel::buffer_alignment and nothing is advised.
 inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 
+/// Whether a buffer of `bytes` bytes is large: on huge pages, and kept by buffer_cache.
+constexpr bool large_buffer(std::size_t bytes) noexcept {
+  return ARGUS_HUGE_PAGES && bytes >= huge_page_bytes;
+}
+
 /// The alignment of a buffer of `bytes` bytes.
 constexpr std::size_t buffer_alignment_for(std::size_t bytes) noexcept {
-  return ARGUS_HUGE_PAGES && bytes >= huge_page_bytes ? huge_page_bytes : kernel::buffer_alignment;
+  return large_buffer(bytes) ? huge_page_bytes : kernel::buffer_alignment;
 }
 
 /// Asks for huge pages over the whole 2 MiB pages of [p, p + bytes), p aligned to
@@ -43,7 +48,7 @@ constexpr std::size_t buffer_alignment_for(std::size_t bytes) noexcept {
 inline void advise_huge_pages([[maybe_unused]] void* p,
                               [[maybe_unused]] std::size_t bytes) noexcept {
 #if ARGUS_HUGE_PAGES && defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (bytes >= huge_page_bytes)
+  if (large_buffer(bytes))
     static_cast<void>(::madvise(p, bytes / huge_page_bytes * huge_page_bytes, MADV_HUGEPAGE));
 #endif
 }
@@ -66,9 +71,8 @@ inline constexpr std::size_t buffer_cache_bytes = ARGUS_BUFFER_CACHE_BYTES;
 /// The bytes a buffer of `bytes` bytes allocates: large ones in whole huge pages, so that one
 /// freed block serves any later buffer of its class.
 constexpr std::size_t allocation_bytes(std::size_t bytes) noexcept {
-  return ARGUS_HUGE_PAGES && bytes >= huge_page_bytes
-             ? (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes
-             : bytes;
+  return large_buffer(bytes) ? (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes
+                             : bytes;
 }
 
 /// One thread's freed large blocks (see buffer_cache_bytes): at most `slots` of them, at
@@ -85,13 +89,7 @@ class buffer_cache {
   /// A kept block of exactly `bytes` bytes, taken out of the cache; nullptr if none.
   void* take(std::size_t bytes) noexcept {
     for (std::size_t i = count_; i-- > 0;)
-      if (blocks_[i].bytes == bytes) {
-        void* p = blocks_[i].p;
-        held_ -= bytes;
-        for (std::size_t j = i + 1; j < count_; ++j) blocks_[j - 1] = blocks_[j];
-        --count_;
-        return p;
-      }
+      if (blocks_[i].bytes == bytes) return remove(i).p;
     return nullptr;
   }
   /// Keeps the block p of `bytes` bytes (allocated with `alignment`), or frees it when it
@@ -117,11 +115,17 @@ class buffer_cache {
     std::size_t bytes;
     std::align_val_t alignment;
   };
-  void drop_oldest() noexcept {
-    ::operator delete[](blocks_[0].p, blocks_[0].alignment);
-    held_ -= blocks_[0].bytes;
-    for (std::size_t j = 1; j < count_; ++j) blocks_[j - 1] = blocks_[j];
+  /// Takes block i out of the cache (not freed).
+  block remove(std::size_t i) noexcept {
+    const block b = blocks_[i];
+    held_ -= b.bytes;
+    for (std::size_t j = i + 1; j < count_; ++j) blocks_[j - 1] = blocks_[j];
     --count_;
+    return b;
+  }
+  void drop_oldest() noexcept {
+    const block b = remove(0);
+    ::operator delete[](b.p, b.alignment);
   }
   block blocks_[slots] = {};
   std::size_t count_ = 0, held_ = 0;
@@ -153,7 +157,7 @@ inline buffer_cache* thread_buffer_cache() noexcept {
 
 /// Whether blocks of this many (allocation) bytes go through the cache.
 constexpr bool cached_size(std::size_t bytes) noexcept {
-  return buffer_cache_bytes > 0 && ARGUS_HUGE_PAGES && bytes >= huge_page_bytes;
+  return buffer_cache_bytes > 0 && large_buffer(bytes);
 }
 
 }  // namespace detail
