@@ -11,10 +11,13 @@
 // (with dropout, kernel/dropout.hpp: P̃ = P ∘ keep in dV, dP = keep ∘ dO_i V_jᵀ, the
 // decisions recomputed per tile from the seed),
 //     dK_j += scale · dSᵀ Q_i              dQ_i += scale · dS K_j
-// with kernel::gemm on the tiles (Pᵀ and dSᵀ read transposed while packed, never copied). A causal
-// mask skips the query tiles that lie wholly before the key tile (their P is 0) and is applied only
-// on tiles crossing the diagonal; the other masks are applied per tile; a row whose keys are all
-// masked (lse = -inf) has P = 0 and gets no gradient.
+// with kernel::gemm's micro-kernels on the tiles: K_j and V_j packed once per item for S, dP and
+// dQ (gemm_packed_b), dS read in place as dQ's A operand, Pᵀ and dSᵀ read transposed while
+// packed for dV and dK (never copied). A causal mask skips the query tiles that lie wholly before
+// the key tile (their P is 0), computes S, P, dP, dS and dQ's term of a sliver of rows only for
+// the keys its last row can see and dV, dK only for the keys the tile's last row can see, and is
+// applied only where a sliver crosses the diagonal; the other masks are applied per tile; a row
+// whose keys are all masked (lse = -inf) has P = 0 and gets no gradient.
 //
 // Threads. dK_j and dV_j belong to one item, so they need no synchronisation; dQ_i receives
 // a term from every key tile. When there are enough (batch item, K/V head) pairs for the
@@ -27,7 +30,8 @@
 // No atomics either way; for a fixed thread count the result is the same on every run (the
 // task, not the OS thread, fixes the work), and since no task's work depends on the head,
 // heads with equal weights get bitwise equal gradients. Memory beyond the outputs: D
-// (batch · heads · seq_q), per thread three tiles, and on the column path (T − 1) partial dQ.
+// (batch · heads · seq_q), per thread three tiles and one key tile's packed K and V, and on the
+// column path (T − 1) partial dQ.
 #pragma once
 
 #include "argus/kernel/attention_backward.hpp"
@@ -48,13 +52,17 @@
 namespace argus::kernel {
 inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
-/// Query rows and keys per tile of flash_attention_backward. 128 × 128 (three such tiles per
-/// thread, 192 KiB in float; five when this was measured) against 64 × 64: the five products per
-/// tile have twice the depth and the operands that stay fixed over a key tile's loop (K_j, V_j) are
-/// packed half as often; measured 4-13 % less CPU time (h 8, d 64, n 1024 and 4096, causal or not,
-/// one thread, AMD EPYC Zen AVX2, bench_attention_backward, 2026-11-23).
+/// Query rows and keys per tile of flash_attention_backward. A key tile's K_j and V_j are
+/// packed once per item (gemm_packed_b) and serve every query tile of every head of the group;
+/// a query tile is worked one register sliver of rows at a time for S, P, dP, dS and dQ, and
+/// whole for dV and dK, whose depth is the tile's query count. 64 × 256 (three tiles of
+/// 64 × gemm_tile::kc and three packed key operands, 384 KiB per thread in float) against
+/// 128 × 128, both with the packing and the slivers: 3-8 % less time (alternating runs, min of
+/// 4-10; h 8, d 64, n 1024 and 4096, one thread; AMD EPYC Zen 5, AVX-512 and, built with
+/// -march=x86-64-v3, AVX2; 2026-11-24). Before the packing and the slivers, 128 × 128 beat
+/// 64 × 64 by 4-13 % on Zen 3 (AVX2).
 struct flash_backward_tiles {
-  static constexpr std::size_t q_tile = 128, k_tile = 128;
+  static constexpr std::size_t q_tile = 64, k_tile = 256;
 };
 
 namespace detail {
@@ -81,18 +89,31 @@ void backward_row_dots(const attention_backward_problem<T>& bp, T* d) {
   });
 }
 
-/// One thread's tiles: P, dS and the dropout factors, each (Q_TILE × K_TILE). Pᵀ dO and
-/// dSᵀ Q read P and dS transposed while packing (gemm's sliver_layout::steps): no
-/// transposed copies.
+/// One thread's tiles: P, dS and the dropout factors, each (Q_TILE × K_TILE) with the row
+/// stride gemm_tile<T>::kc, which makes dS the packed A operand of dQ += dS K_j in place
+/// (gemm_packed_b). Pᵀ dO and dSᵀ Q read P and dS transposed while packing (gemm's
+/// sliver_layout::steps): no transposed copies. `panels` holds the key tile's K_jᵀ, V_jᵀ
+/// and K_j packed as B operands (backward_panel_elements), once per item.
 template <class T>
 struct backward_tiles {
   static constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
+  static constexpr std::size_t ld = gemm_tile<T>::kc;
+  static_assert(bk <= ld, "a tile row must fit the packed sliver stride");
   static constexpr std::size_t count = 3;
-  std::vector<T> storage = std::vector<T>(count * bq * bk);
+  std::vector<T> storage = std::vector<T>(count * bq * ld);
+  std::vector<T> panels;
   T* p() noexcept { return storage.data(); }                   // (Q_TILE,K_TILE)
-  T* ds() noexcept { return storage.data() + bq * bk; }        // (Q_TILE,K_TILE)
-  T* keep() noexcept { return storage.data() + 2 * bq * bk; }  // (Q_TILE,K_TILE)
+  T* ds() noexcept { return storage.data() + bq * ld; }        // (Q_TILE,K_TILE)
+  T* keep() noexcept { return storage.data() + 2 * bq * ld; }  // (Q_TILE,K_TILE)
 };
+
+/// Elements of backward_tiles::panels for a key tile of nk keys: K_jᵀ (B of S = Q K_jᵀ),
+/// V_jᵀ (B of dP̃ = dO V_jᵀ) and K_j (B of dQ += dS K_j).
+template <class T>
+std::size_t backward_panel_elements(const attention_problem<T>& p, std::size_t nk) noexcept {
+  return packed_b_elements<T>(p.d_k, nk) + packed_b_elements<T>(p.d_v, nk) +
+         packed_b_elements<T>(nk, p.d_k);
+}
 
 /// C (m × n) (+)= alpha · Aᵀ B for A given as at (k × m, row stride ldat), B (k × n).
 template <class T>
@@ -168,6 +189,14 @@ void tile_score_gradient(std::size_t nq, std::size_t nk, const T* pt, T* dp, std
   }
 }
 
+/// How many of the keys [j0, j0 + nk) queries before `end` can see: all of them without a
+/// causal mask, else those up to query end − 1.
+inline std::size_t visible_keys(bool causal, std::size_t end, std::size_t j0,
+                                std::size_t nk) noexcept {
+  if (!causal) return nk;
+  return end > j0 ? std::min(nk, end - j0) : 0;
+}
+
 /// One item: keys [j0, j0 + nk) of K/V head g in batch item b, every query head of the group.
 /// dq: where this task accumulates dQ (base of the batch item's head 0), with row/head strides.
 template <class T>
@@ -175,7 +204,8 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
                    std::size_t g, std::size_t j0, std::size_t nk, T* dq_batch_base,
                    std::size_t dq_head, std::size_t dq_row) {
   const attention_problem<T>& p = bp.f;
-  constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
+  constexpr std::size_t bq = flash_backward_tiles::q_tile;
+  constexpr std::size_t ld = backward_tiles<T>::ld, mr = gemm_tile<T>::mr;
   const std::size_t group = p.heads / p.kv_heads;
   backward_tiles<T>& tiles = thread_backward_tiles<T>();
   const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
@@ -185,6 +215,14 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   T* dv = bp.d_v + b * p.v_batch + g * p.v_head + j0 * p.v_row;
   zero_rows(dk, nk, p.d_k, p.k_row);
   zero_rows(dv, nk, p.d_v, p.v_row);
+  // The key tile's operands, packed once for every query tile of every head of the group.
+  tiles.panels.resize(backward_panel_elements(p, nk));
+  T* const k_t = tiles.panels.data();                    // K_jᵀ: B of S
+  T* const v_t = k_t + packed_b_elements<T>(p.d_k, nk);  // V_jᵀ: B of dP̃
+  T* const k_n = v_t + packed_b_elements<T>(p.d_v, nk);  // K_j: B of dQ
+  pack_b_panels<true>(p.d_k, nk, k, p.k_row, k_t);
+  pack_b_panels<true>(p.d_v, nk, v, p.v_row, v_t);
+  pack_b_panels<false>(nk, p.d_k, k, p.k_row, k_n);
   // Under a causal mask, query i sees key j0 only if i >= j0: earlier query tiles are skipped.
   const std::size_t i_first = p.causal ? j0 / bq * bq : 0;
   for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
@@ -195,24 +233,45 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       const T* q = p.q + b * p.q_batch + h * p.q_head + i0 * p.q_row;
       const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head + i0 * p.o_row;
       T* dq = dq_batch_base + h * dq_head + i0 * dq_row;
+      // Under a causal mask, query i sees keys up to i: keys past the tile's last query
+      // have P = 0 for all of its rows (and take nothing from dV and dK), and so do keys
+      // past a sliver's last query for that sliver's rows.
+      const std::size_t nk_tile = visible_keys(p.causal, i0 + nq, j0, nk);
+      if (nk_tile == 0) continue;
       T* pp = tiles.p();
       T* ds = tiles.ds();
-      gemm_nt<T>(nq, nk, p.d_k, p.scale, q, p.q_row, k, p.k_row, pp, bk);  // S
-      tile_probabilities(p, b, h, i0, nq, j0, nk, lse, pp, bk);            // P
-      gemm_nt<T>(nq, nk, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, bk);   // dP̃ = dO Vᵀ
-      T* keep = nullptr;
-      if (drop.active()) {
-        keep = tiles.keep();
-        for (std::size_t r = 0; r < nq; ++r) drop.factors(b, h, i0 + r, j0, nk, keep + r * bk);
+      T* keep = drop.active() ? tiles.keep() : nullptr;
+      // S, P, dP̃, dS and dQ's term one register sliver of rows at a time, while its rows of
+      // P and dS are in L1 (slivers of nearly equal height, as gemm cuts them).
+      const std::size_t slivers = (nq + mr - 1) / mr;
+      for (std::size_t s = 0, r0 = 0; s < slivers; ++s) {
+        const std::size_t rows = nq / slivers + (s < nq % slivers ? 1 : 0);
+        const std::size_t ns = visible_keys(p.causal, i0 + r0 + rows, j0, nk);
+        T* ps = pp + r0 * ld;
+        T* dss = ds + r0 * ld;
+        gemm_packed_b<T>(rows, ns, p.d_k, p.scale, q + r0 * p.q_row, p.q_row, k_t, p.d_k, ps, ld,
+                         false);                                          // S
+        tile_probabilities(p, b, h, i0 + r0, rows, j0, ns, lse, ps, ld);  // P
+        gemm_packed_b<T>(rows, ns, p.d_v, T(1), d_o + r0 * p.o_row, p.o_row, v_t, p.d_v, dss, ld,
+                         false);  // dP̃ = dO Vᵀ
+        T* keeps = keep != nullptr ? keep + r0 * ld : nullptr;
+        if (keeps != nullptr)
+          for (std::size_t r = 0; r < rows; ++r)
+            drop.factors(b, h, i0 + r0 + r, j0, ns, keeps + r * ld);
+        tile_score_gradient(rows, ns, ps, dss, ld, dd + i0 + r0, keeps);  // dS
+        for (std::size_t r = 0; r < rows; ++r) {
+          if (keeps != nullptr)  // P̃ = P ∘ keep, for dV
+            for (std::size_t j = 0; j < ns; ++j) ps[r * ld + j] *= keeps[r * ld + j];
+          std::fill(ps + r * ld + ns, ps + r * ld + nk_tile, T(0));    // keys this sliver
+          std::fill(dss + r * ld + ns, dss + r * ld + nk_tile, T(0));  // cannot see
+        }
+        gemm_packed_b<T>(rows, p.d_k, ns, p.scale, dss, ld, k_n, nk, dq + r0 * dq_row, dq_row,
+                         true);  // dQ += scale dS K (dS read in place)
+        r0 += rows;
       }
-      tile_score_gradient(nq, nk, pp, ds, bk, dd + i0, keep);  // dS
-      if (keep != nullptr)                                     // P̃ = P ∘ keep, for dV
-        for (std::size_t r = 0; r < nq; ++r)
-          for (std::size_t j = 0; j < nk; ++j) pp[r * bk + j] *= keep[r * bk + j];
-      gemm_tn<T>(nk, p.d_v, nq, T(1), pp, bk, d_o, p.o_row, dv, p.v_row, true);  // dV += P̃ᵀ dO
-      gemm_nn<T>(nq, p.d_k, nk, p.scale, ds, bk, k, p.k_row, dq, dq_row, nullptr,
-                 true);  // dQ += scale dS K
-      gemm_tn<T>(nk, p.d_k, nq, p.scale, ds, bk, q, p.q_row, dk, p.k_row,
+      gemm_tn<T>(nk_tile, p.d_v, nq, T(1), pp, ld, d_o, p.o_row, dv, p.v_row,
+                 true);  // dV += P̃ᵀ dO
+      gemm_tn<T>(nk_tile, p.d_k, nq, p.scale, ds, ld, q, p.q_row, dk, p.k_row,
                  true);  // dK += scale dSᵀ Q
     }
   }
@@ -239,9 +298,10 @@ std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& 
                                 ? 1
                                 : std::max<std::size_t>(1, std::min(threads, columns));
   const std::size_t rows = p.batch * p.heads * p.seq_q;
-  return (rows + (tasks - 1) * rows * p.d_k +
-          threads * detail::backward_tiles<T>::count * bq * bk) *
-         sizeof(T);
+  const std::size_t per_thread =
+      detail::backward_tiles<T>::count * bq * detail::backward_tiles<T>::ld +
+      detail::backward_panel_elements(p, std::min(bk, p.seq_kv));
+  return (rows + (tasks - 1) * rows * p.d_k + threads * per_thread) * sizeof(T);
 }
 
 /// The gradients dQ, dK, dV of bp.f given dO and the forward's log-sum-exp bp.lse (as

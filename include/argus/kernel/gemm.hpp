@@ -265,6 +265,79 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   }
 }
 
+/// Elements of B (k x n) packed by pack_b_panels: ceil(n / nr) panels of k x nr.
+template <class T>
+constexpr std::size_t packed_b_elements(std::size_t k, std::size_t n) noexcept {
+  using tile = gemm_tile<T>;
+  return k * ((n + tile::nr - 1) / tile::nr * tile::nr);
+}
+
+/// B (k x n) into ceil(n / nr) panels of (k x nr), panel q at dst + q * k * nr (columns past
+/// n zero), from row-major B (TransposedB false) or row-major Bᵀ (n x k, TransposedB true),
+/// row stride ldb: the packing gemm does on every call, done once for an operand that
+/// gemm_packed_b then multiplies many times. A panel's k block [pc, pc + kc) starts at
+/// pc * nr, so one packing serves every depth.
+template <bool TransposedB, class T>
+void pack_b_panels(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T* dst) noexcept {
+  using tile = gemm_tile<T>;
+  for (std::size_t j = 0; j < n; j += tile::nr, dst += k * tile::nr) {
+    const std::size_t cols = std::min(tile::nr, n - j);
+    if constexpr (TransposedB)
+      pack_b_panel_t(k, cols, b + j * ldb, ldb, dst);
+    else
+      pack_b_panel_n(k, cols, b + j, ldb, dst);
+  }
+}
+
+/// C (m x n) = alpha A B (+ C if accumulate) for row-major A (row stride lda) and B the
+/// first k rows of a (depth x n') matrix packed by pack_b_panels(depth, n', ...) at `panels`
+/// (k <= depth, n <= n'; a product over fewer rows or columns than were packed reads those). The
+/// slivers of A are packed as gemm packs them, except that a row-major A whose row stride is
+/// gemm_tile<T>::kc already has the packed sliver layout when k <= kc and is read in place. For
+/// products whose B is reused (the keys of one tile against every query tile of the backward pass)
+/// and whose A was just written by the caller in that layout.
+template <class T>
+void gemm_packed_b(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+                   std::size_t lda, const T* panels, std::size_t depth, T* c, std::size_t ldc,
+                   bool accumulate) {
+  using tile = gemm_tile<T>;
+  assert(k <= depth);
+  if (m == 0 || n == 0) return;
+  if (k == 0) return gemm_empty_k<T>(m, n, c, ldc, nullptr, accumulate);
+  const bool in_place = k <= tile::kc && lda == tile::kc;
+  T* const buffer = in_place ? nullptr : gemm_buffers<T>::local().a;
+  const std::size_t kc_block = balanced_block(k, tile::kc);
+  // Slivers of nearly equal height, as in gemm.
+  const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
+  const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
+  const auto short_kernel = gemm_micro_kernel_for<T>(short_rows);
+  const auto tall_kernel = gemm_micro_kernel_for<T>(std::min(short_rows + 1, tile::mr));
+  for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
+    const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
+    const auto kernel = s < tall_slivers ? tall_kernel : short_kernel;
+    for (std::size_t pc = 0; pc < k; pc += kc_block) {
+      const std::size_t kc = std::min(kc_block, k - pc);
+      const T* sliver = a + ir * lda;
+      if (!in_place) {
+        pack_a_sliver(rows, kc, sliver + pc, lda, buffer);
+        sliver = buffer;
+      }
+      const bool load_c = pc > 0 || accumulate;
+      for (std::size_t jr = 0; jr < n; jr += tile::nr) {
+        const std::size_t cols = std::min(tile::nr, n - jr);
+        const T* panel = panels + jr * depth + pc * tile::nr;
+        T* c_tile = c + ir * ldc + jr;
+        if (cols == tile::nr)
+          kernel(kc, sliver, panel, c_tile, ldc, alpha, nullptr, load_c);
+        else
+          gemm_narrow_tile<T>(kernel, rows, cols, kc, sliver, panel, c_tile, ldc, alpha, nullptr,
+                              load_c);
+      }
+    }
+    ir += rows;
+  }
+}
+
 }  // namespace detail
 
 /// C(m x n) = alpha * A(m x k) * B(k x n) [+ bias broadcast over rows] [+ C if accumulate].

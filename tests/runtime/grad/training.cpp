@@ -220,9 +220,13 @@ BOOST_AUTO_TEST_CASE(fused_backward_equals_unfused_backward) {
     fused_equals_unfused<float, 64, 2, argus::mha_options{.kv_heads = 1, .kdim = 40}>(
         2, sq, skv, mask_kind, 2e-4);
   }
-  // Tiles: lengths around the 64-row tiles, and a causal self-attention of several tiles.
+  // Tiles (kernel::flash_backward_tiles: 64 query rows, 256 keys): lengths around them, and
+  // causal self-attention over several query tiles and over two key tiles, the second ragged.
   fused_equals_unfused<double, 32, 2, argus::mha_options{}>(1, 64, 65, 1, 1e-10);
   fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 200, 200, 1, 2e-4);
+  fused_equals_unfused<double, 32, 2, argus::mha_options{}>(1, 300, 300, 1, 1e-10);
+  fused_equals_unfused<float, 64, 2, argus::mha_options{}>(1, 100, 257, 3, 2e-4);
+  fused_equals_unfused<float, 64, 2, argus::mha_options{}>(1, 260, 270, 4, 2e-4);
   fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 130, 70, 3, 2e-4);
   fused_equals_unfused<float, 128, 2, argus::mha_options{}>(1, 130, 70, 4, 2e-4);
 }

@@ -18,7 +18,9 @@
 #include <tuple>
 #include <vector>
 
-// gemm_nn, gemm_nt and the backward passes' Aᵀ B (detail::gemm with TransposedA) against a
+// gemm_nn, gemm_nt, the backward passes' Aᵀ B (detail::gemm with TransposedA) and their
+// product with B packed once (detail::pack_b_panels + gemm_packed_b, from B or Bᵀ, packed
+// deeper than the product reads, A read in place when its row stride is kc) against a
 // double-accumulated triple loop, on every edge the blocking
 // has: m, n, k around the tile sizes (mr = 14 or 6 rows, nr = 2 registers, kc = 256),
 // leading dimensions wider than the rows, base pointers one element off alignment, bias,
@@ -29,7 +31,9 @@ namespace {
 
 using element_types = std::tuple<float, double>;
 
-enum class layout { nn, nt, tn };  // tn: C = Aᵀ B, A given as (k x m)
+// tn: C = Aᵀ B, A given as (k x m); packed_nn, packed_nt: B (or Bᵀ) packed by pack_b_panels,
+// C = A B by gemm_packed_b (no bias).
+enum class layout { nn, nt, tn, packed_nn, packed_nt };
 
 /// One product to check; pads are extra elements at the end of every row.
 struct problem {
@@ -39,16 +43,20 @@ struct problem {
   bool bias = false;
   bool accumulate = false;
   double alpha = 1.0;
+  std::size_t extra_depth = 0;  // packed: B packed with this many rows past k
+  bool in_place = false;        // packed: A's row stride is kc (read without packing) if k <= kc
 };
 
 std::string describe(layout l, const problem& p) {
   std::ostringstream s;
-  s << (l == layout::nn   ? "gemm_nn"
-        : l == layout::nt ? "gemm_nt"
-                          : "gemm Aᵀ B")
+  s << (l == layout::nn          ? "gemm_nn"
+        : l == layout::nt        ? "gemm_nt"
+        : l == layout::tn        ? "gemm Aᵀ B"
+        : l == layout::packed_nn ? "gemm_packed_b from B"
+                                 : "gemm_packed_b from Bᵀ")
     << " m=" << p.m << " n=" << p.n << " k=" << p.k << " pads=(" << p.pad_a << "," << p.pad_b << ","
     << p.pad_c << ") offset=" << p.offset << " bias=" << p.bias << " accumulate=" << p.accumulate
-    << " alpha=" << p.alpha;
+    << " alpha=" << p.alpha << " extra_depth=" << p.extra_depth << " in_place=" << p.in_place;
   return s.str();
 }
 
@@ -77,11 +85,15 @@ struct operand {
 template <class T>
 std::string check(layout l, const problem& p, std::mt19937& rng) {
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  const bool tn = l == layout::tn, b_plain = l != layout::nt;
-  const std::size_t lda = (tn ? p.m : p.k) + p.pad_a;
-  const std::size_t ldb = (b_plain ? p.n : p.k) + p.pad_b;
+  using tile = argus::kernel::detail::gemm_tile<T>;
+  const bool packed = l == layout::packed_nn || l == layout::packed_nt;
+  const bool tn = l == layout::tn, b_plain = l != layout::nt && l != layout::packed_nt;
+  const std::size_t depth = p.k + (packed ? p.extra_depth : 0);  // B's rows (k of them read)
+  const std::size_t lda =
+      packed && p.in_place && p.k <= tile::kc ? tile::kc : (tn ? p.m : p.k) + p.pad_a;
+  const std::size_t ldb = (b_plain ? p.n : depth) + p.pad_b;
   const std::size_t ldc = p.n + p.pad_c;
-  const std::size_t b_rows = b_plain ? p.k : p.n;
+  const std::size_t b_rows = b_plain ? depth : p.n;
   operand<T> a(tn ? p.k : p.m, lda, p.offset, T(sentinel));
   operand<T> b(b_rows, ldb, p.offset, T(sentinel));
   operand<T> c(p.m, ldc, p.offset, T(sentinel));
@@ -89,7 +101,7 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
   for (std::size_t i = 0; i < p.m; ++i)
     for (std::size_t j = 0; j < p.k; ++j) (tn ? a.at(j, i) : a.at(i, j)) = T(dist(rng));
   for (std::size_t i = 0; i < b_rows; ++i)
-    for (std::size_t j = 0; j < (b_plain ? p.n : p.k); ++j) b.at(i, j) = T(dist(rng));
+    for (std::size_t j = 0; j < (b_plain ? p.n : depth); ++j) b.at(i, j) = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
   // Without accumulate, C must only be written: NaN there would leak into the result.
   for (std::size_t i = 0; i < p.m; ++i)
@@ -105,9 +117,19 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
   else if (l == layout::nt)
     argus::kernel::gemm_nt<T>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc,
                               bias_ptr, p.accumulate);
-  else
+  else if (l == layout::tn)
     argus::kernel::detail::gemm<false, T, true>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb,
                                                 c.data(), ldc, bias_ptr, p.accumulate, p.n + 1, 0);
+  else {
+    namespace d = argus::kernel::detail;
+    std::vector<T> panels(d::packed_b_elements<T>(depth, p.n));
+    if (l == layout::packed_nn)
+      d::pack_b_panels<false>(depth, p.n, b.data(), ldb, panels.data());
+    else
+      d::pack_b_panels<true>(depth, p.n, b.data(), ldb, panels.data());
+    d::gemm_packed_b<T>(p.m, p.n, p.k, alpha, a.data(), lda, panels.data(), depth, c.data(), ldc,
+                        p.accumulate);
+  }
 
   const double tol = tolerance<T> * std::sqrt(double(std::max<std::size_t>(p.k, 1)));
   operand<T> c_orig = c_before;
@@ -150,7 +172,10 @@ constexpr std::size_t edge_sizes[] = {0, 1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 63, 
 /// each option: pads, offset, bias, accumulate and alpha vary with the combination index.
 template <class T>
 void check_all_edge_sizes(layout l) {
-  std::mt19937 rng(l == layout::nn ? 1 : l == layout::nt ? 2 : 5);
+  std::mt19937 rng(l == layout::nn   ? 1
+                   : l == layout::nt ? 2
+                   : l == layout::tn ? 5
+                                     : 6 + std::size_t(l));
   std::size_t index = 0, failures = 0;
   for (std::size_t m : edge_sizes)
     for (std::size_t n : edge_sizes)
@@ -163,6 +188,11 @@ void check_all_edge_sizes(layout l) {
         p.bias = index % 2 == 0;
         p.accumulate = (index / 4) % 2 == 1;
         p.alpha = (index % 3 == 0) ? 1.0 : -0.75;
+        if (l == layout::packed_nn || l == layout::packed_nt) {
+          p.bias = false;
+          p.extra_depth = index % 3 == 2 ? 5 : 0;
+          p.in_place = index % 4 == 1;
+        }
         ++index;
         const std::string error = check<T>(l, p, rng);
         if (!error.empty() && ++failures <= 10) BOOST_ERROR(error);
@@ -173,7 +203,10 @@ void check_all_edge_sizes(layout l) {
 /// Random shapes up to 300 x 700 x 513 (k above one kc block), random options.
 template <class T>
 void check_random_shapes(layout l) {
-  std::mt19937 rng(l == layout::nn ? 3 : l == layout::nt ? 4 : 6);
+  std::mt19937 rng(l == layout::nn   ? 3
+                   : l == layout::nt ? 4
+                   : l == layout::tn ? 6
+                                     : 16 + std::size_t(l));
   std::uniform_int_distribution<std::size_t> dm(1, 300), dn(1, 700), dk(1, 513), pad(0, 9);
   std::vector<problem> problems{{300, 700, 513}, {300, 700, 513, 7, 9, 11, 1, true, true, 0.5}};
   for (int r = 0; r < 10; ++r) {
@@ -183,9 +216,12 @@ void check_random_shapes(layout l) {
     p.bias = r % 3 != 0;
     p.accumulate = r % 4 >= 2;
     p.alpha = r % 2 ? 1.0 : 0.3;
+    if (l == layout::packed_nn || l == layout::packed_nt)
+      p.extra_depth = r % 3 == 1 ? 40 : 0, p.in_place = r % 2 == 0;
     problems.push_back(p);
   }
-  for (const problem& p : problems) {
+  for (problem p : problems) {
+    if (l == layout::packed_nn || l == layout::packed_nt) p.bias = false;
     const std::string error = check<T>(l, p, rng);
     BOOST_TEST(error.empty(), error);
   }
@@ -215,6 +251,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_random_large_shapes, T, element_types) {
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(nt_random_large_shapes, T, element_types) {
   check_random_shapes<T>(layout::nt);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(packed_b_every_edge_size, T, element_types) {
+  check_all_edge_sizes<T>(layout::packed_nn);
+  check_all_edge_sizes<T>(layout::packed_nt);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(packed_b_random_large_shapes, T, element_types) {
+  check_random_shapes<T>(layout::packed_nn);
+  check_random_shapes<T>(layout::packed_nt);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(k_zero_gives_bias_plus_c, T, element_types) {
