@@ -115,10 +115,18 @@ inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 namespace detail {
 
+/// How many of the keys [j0, j0 + nk) the queries before `end` can see: all of them
+/// without a causal mask, else those up to query end − 1 (query i sees keys j <= i).
+inline std::size_t visible_keys(bool causal, std::size_t end, std::size_t j0,
+                                std::size_t nk) noexcept {
+  if (!causal) return nk;
+  return end > j0 ? std::min(nk, end - j0) : 0;
+}
+
 /// Keys that any query can see: all of them, or under a causal mask the first seq_q.
 template <class T>
 std::size_t visible_keys(const attention_problem<T>& p) noexcept {
-  return p.causal ? std::min(p.seq_kv, p.seq_q) : p.seq_kv;
+  return visible_keys(p.causal, p.seq_q, 0, p.seq_kv);
 }
 
 /// Few queries against many keys: such calls split the keys over threads.

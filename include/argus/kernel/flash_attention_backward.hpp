@@ -189,14 +189,6 @@ void tile_score_gradient(std::size_t nq, std::size_t nk, const T* pt, T* dp, std
   }
 }
 
-/// How many of the keys [j0, j0 + nk) queries before `end` can see: all of them without a
-/// causal mask, else those up to query end − 1.
-inline std::size_t visible_keys(bool causal, std::size_t end, std::size_t j0,
-                                std::size_t nk) noexcept {
-  if (!causal) return nk;
-  return end > j0 ? std::min(nk, end - j0) : 0;
-}
-
 /// One item: keys [j0, j0 + nk) of K/V head g in batch item b, every query head of the group.
 /// dq: where this task accumulates dQ (base of the batch item's head 0), with row/head strides.
 template <class T>
