@@ -65,11 +65,13 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
   };
   switch (ev) {
     case evaluator::fused:
-      bench::timed_loop(state, threads, flops, double(explain(e, fused).materialised_bytes()),
+      bench::timed_loop(state, threads, flops,
+                        double(explain(e, fused).materialised_bytes_into_out()),
                         [&] { evaluate(e, fused, o); });
       break;
     case evaluator::unfused:
-      bench::timed_loop(state, threads, flops, double(explain(e, unfused).materialised_bytes()),
+      bench::timed_loop(state, threads, flops,
+                        double(explain(e, unfused).materialised_bytes_into_out()),
                         [&] { evaluate(e, unfused, o); });
       break;
     case evaluator::eigen:

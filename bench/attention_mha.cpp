@@ -43,7 +43,7 @@
 //   ideal_mb        inputs + weights (and biases) + Q, K, V + output: what any evaluator that
 //                   materialises the projections must hold
 //   memory_ratio    rss_growth_mb / ideal_mb (the target is < 1.5)
-//   unfused_bytes_materialised  explain(y, unfused).materialised_bytes(), not run (8 GiB)
+//   unfused_bytes_materialised  explain(y, unfused).materialised_bytes_into_out(), not run (8 GiB)
 // It runs for one iteration; run it alone (--benchmark_filter=BM_mha_memory), as
 // bench/run.py does, so that nothing else shares the process.
 // smoke-filter: BM_mha/(fused|unfused|eigen|onednn|torch)/n:128/h:8/d_model:512/threads:1/
@@ -133,11 +133,13 @@ void mha_row(benchmark::State& state, evaluator ev, const row_args& a) {
   const double flops = f.flops(sq, skv, Causal);
   switch (ev) {
     case evaluator::fused:
-      bench::timed_loop(state, threads, flops, double(explain(y, fused).materialised_bytes()),
+      bench::timed_loop(state, threads, flops,
+                        double(explain(y, fused).materialised_bytes_into_out()),
                         [&] { evaluate(y, fused, out); });
       break;
     case evaluator::unfused:
-      bench::timed_loop(state, threads, flops, double(explain(y, unfused).materialised_bytes()),
+      bench::timed_loop(state, threads, flops,
+                        double(explain(y, unfused).materialised_bytes_into_out()),
                         [&] { evaluate(y, unfused, out); });
       break;
     case evaluator::eigen:
@@ -175,7 +177,8 @@ void mha_memory_row(benchmark::State& state, evaluator ev, const row_args& a) {
   const auto y = f.mha.forward(cx);
   const double flops = f.flops(n, n, false);
   if (ev == evaluator::fused)
-    bench::timed_loop(state, threads, flops, double(explain(y, fused).materialised_bytes()),
+    bench::timed_loop(state, threads, flops,
+                      double(explain(y, fused).materialised_bytes_into_out()),
                       [&] { evaluate(y, fused, out); });
   else
     bench::timed_loop(state, threads, flops, double(peer::mha_bytes(f.eigen, 1, n, n, threads)),
@@ -193,7 +196,7 @@ void mha_memory_row(benchmark::State& state, evaluator ev, const row_args& a) {
   state.counters["ideal_mb"] = ideal;
   state.counters["memory_ratio"] = growth / ideal;
   state.counters["unfused_bytes_materialised"] =
-      benchmark::Counter(double(explain(y, unfused).materialised_bytes()),
+      benchmark::Counter(double(explain(y, unfused).materialised_bytes_into_out()),
                          benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
 }
 
@@ -217,13 +220,15 @@ void mha_part_row(benchmark::State& state, mha_part part, const row_args& a) {
     case mha_part::project_heads: {
       heads q(1, n);  // (B,H,SEQ,D_K)
       const auto e = split_heads<8>(project(cx, f.mha.w_q, f.mha.b_q));
-      bench::timed_loop(state, threads, projection, double(explain(e, fused).materialised_bytes()),
+      bench::timed_loop(state, threads, projection,
+                        double(explain(e, fused).materialised_bytes_into_out()),
                         [&] { evaluate(e, fused, q); });
       break;
     }
     case mha_part::project: {
       const auto e = project(cx, f.mha.w_o, f.mha.b_o);
-      bench::timed_loop(state, threads, projection, double(explain(e, fused).materialised_bytes()),
+      bench::timed_loop(state, threads, projection,
+                        double(explain(e, fused).materialised_bytes_into_out()),
                         [&] { evaluate(e, fused, out); });
       break;
     }
@@ -232,7 +237,8 @@ void mha_part_row(benchmark::State& state, mha_part part, const row_args& a) {
       fill(q, 2, 1.0f), fill(k, 3, 1.0f), fill(v, 4, 1.0f);
       const heads &cq = q, &ck = k, &cv = v;
       const auto e = merge_heads(attend(softmax(scores(cq, ck)), cv));
-      bench::timed_loop(state, threads, core, double(explain(e, fused).materialised_bytes()),
+      bench::timed_loop(state, threads, core,
+                        double(explain(e, fused).materialised_bytes_into_out()),
                         [&] { evaluate(e, fused, out); });
       break;
     }
@@ -242,14 +248,15 @@ void mha_part_row(benchmark::State& state, mha_part part, const row_args& a) {
       const activation &cq = q, &ck = k, &cv = v;
       const auto e = merge_heads(
           attend(softmax(scores(split_heads<8>(cq), split_heads<8>(ck))), split_heads<8>(cv)));
-      bench::timed_loop(state, threads, core, double(explain(e, fused).materialised_bytes()),
+      bench::timed_loop(state, threads, core,
+                        double(explain(e, fused).materialised_bytes_into_out()),
                         [&] { evaluate(e, fused, out); });
       break;
     }
     case mha_part::forward: {
       const auto y = f.mha.forward(cx);
       bench::timed_loop(state, threads, 4 * projection + core,
-                        double(explain(y, fused).materialised_bytes()),
+                        double(explain(y, fused).materialised_bytes_into_out()),
                         [&] { evaluate(y, fused, out); });
       break;
     }

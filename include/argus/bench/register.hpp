@@ -24,7 +24,8 @@
 //   peak_pct            GFLOPS ÷ the FMA peak of the same thread count measured in the same
 //                       process, in the registers of the instruction set the kernels run
 //                       (argus/bench/peak.hpp), × 100
-//   bytes_materialised  argus: explain(y, policy).materialised_bytes(), the buffers the plan
+//   bytes_materialised  argus: explain(y, policy).materialised_bytes_into_out(), the buffers the
+//   plan
 //                       allocates besides its inputs and the output; another evaluator: what
 //                       its prepared_call says
 //   peak_rss_mb         the process's resident high-water mark during the row, MiB (the mark
@@ -258,10 +259,10 @@ void module_row(benchmark::State& state, const std::string& evaluator, const oth
   if (other == nullptr) {
     const bool is_fused = evaluator == "fused";
     if (is_fused)
-      timed_loop(state, threads, flops, double(explain(y, fused).materialised_bytes()),
+      timed_loop(state, threads, flops, double(explain(y, fused).materialised_bytes_into_out()),
                  [&] { evaluate(y, fused, out); });
     else
-      timed_loop(state, threads, flops, double(explain(y, unfused).materialised_bytes()),
+      timed_loop(state, threads, flops, double(explain(y, unfused).materialised_bytes_into_out()),
                  [&] { evaluate(y, unfused, out); });
     if (check) {
       const auto reference = is_fused ? evaluate(y, unfused) : evaluate(y, fused);

@@ -24,9 +24,12 @@ namespace argus {
 
 namespace detail {
 
-/// Evaluates nodes under Policy: a matching fused pattern, else the unfused step.
+/// Evaluates nodes under Policy: a matching fused pattern, else the unfused step. `root` is
+/// where the root's step may write its result (allocate_result): evaluate(e, p, out) sets it.
 template <class Policy>
 struct evaluator {
+  root_destination root{};
+
   template <Expression E>
   auto operator()(const E& e) const {
     using P = selected_pattern<Policy, E>;
@@ -117,8 +120,13 @@ void evaluate(const E& e, P p, Out& out) {
       detail::check_extents_agree("argus::evaluate", "the output tensor's extent", out.extent(i),
                                   "the expression's extent", s.extent(i));
     detail::check_has_storage("argus::evaluate (the output tensor)", out.data(), s.size());
-    auto m = detail::evaluator<P>{}(e);
-    detail::copy_into(m.view, out);
+    // The root's step writes into out where it can (detail::allocate_result); otherwise its
+    // result is copied.
+    detail::evaluator<P> ev;
+    ev.root = {&e, &detail::type_tag<E>, out.data()};
+    auto m = ev(e);
+    if (m.view.data() != out.data() || !m.view.layout().is_row_major())
+      detail::copy_into(m.view, out);
     (void)p;
   }
 }

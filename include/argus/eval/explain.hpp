@@ -5,7 +5,9 @@
 // Walks the expression as the policy's evaluator would (eval/select.hpp): each step says
 // whether it runs fused or unfused, what it computes, its result shape and the bytes it
 // materialises; a fused loop nest also gives its tiles and per-thread scratch. The total
-// is what the plan allocates besides its inputs (the n×n scores of every head, unfused).
+// is what the plan allocates besides its inputs (the n×n scores of every head, unfused); a
+// root step marked "into out" writes straight into the tensor evaluate(e, p, out) is given,
+// so that evaluation allocates its bytes fewer (materialised_bytes_into_out()).
 // Its last line names the instruction set the kernels run (kernel::active_isa()) and whether
 // a dispatching kernel library chose it at run time or the program was compiled for it.
 #pragma once
@@ -31,6 +33,10 @@ struct plan_step {
   std::string what;       // the step, in words
   std::string shape;      // its result extents, e.g. (2,8,128,64)
   std::size_t bytes = 0;  // bytes it materialises (0 for a view or an input)
+  /// The root's step, when it writes its result straight into out under evaluate(e, p, out)
+  /// (unless out shares memory with an operand the step reads): those bytes are then not
+  /// materialised.
+  bool into_out = false;
 };
 
 /// The evaluation plan of an expression under a policy.
@@ -47,6 +53,12 @@ struct plan {
     for (const auto& s : steps) n += s.bytes;
     return n;
   }
+  /// What evaluate(e, p, out) materialises: the root's result is written into out when its
+  /// step can (plan_step::into_out), and copied there otherwise.
+  std::size_t materialised_bytes_into_out() const noexcept {
+    const bool root_into_out = !steps.empty() && steps.front().into_out;
+    return materialised_bytes() - (root_into_out ? steps.front().bytes : 0);
+  }
   std::string to_string() const {
     std::ostringstream os;
     os << *this;
@@ -58,6 +70,7 @@ struct plan {
       os << std::string(2 * std::size_t(s.depth) + 2, ' ') << (s.fused ? "[fused] " : "") << s.what
          << "  -> " << s.shape;
       if (s.bytes) os << ", " << s.bytes << " bytes";
+      if (s.into_out) os << " (written straight into out by evaluate(e, p, out))";
       os << "\n";
     }
     os << "kernels: " << kernel::isa_name(p.instruction_set) << " ("
@@ -91,8 +104,12 @@ template <class Policy>
 struct planner {
   plan& out;
 
-  void add(int depth, bool fused, std::string what, std::string shape, std::size_t bytes) const {
-    out.steps.push_back({depth, fused, std::move(what), std::move(shape), bytes});
+  /// into_out: the step evaluates its node with allocate_result, so as the root it writes into
+  /// the output tensor of evaluate(e, p, out).
+  void add(int depth, bool fused, std::string what, std::string shape, std::size_t bytes,
+           bool into_out = false) const {
+    out.steps.push_back(
+        {depth, fused, std::move(what), std::move(shape), bytes, into_out && depth == 0});
   }
 
   template <Expression E>
@@ -115,7 +132,7 @@ struct planner {
                                                            : "project, per-head x·W[h]")
                                       : "project x·W";
     add(depth, false, what + (node::has_bias ? " + b" : "") + " (kernel::gemm_nn)",
-        extents_string(e.shape()), result_bytes(e));
+        extents_string(e.shape()), result_bytes(e), true);
     (*this)(e.x, depth + 1);
     (*this)(e.w, depth + 1);
     if constexpr (node::has_bias) (*this)(e.b, depth + 1);

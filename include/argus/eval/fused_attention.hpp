@@ -149,11 +149,20 @@ template <class X>
 struct is_merged_attention_core<merge_heads_node<X>>
     : std::bool_constant<attention_core_traits<X>::ok> {};
 
-/// Runs attend(softmax(mask*(scores(q, k))), v) with kernel::flash_attention, writing head h
-/// of query i of item b at out + b*o_batch + h*o_head + i*o_row.
-template <class S, class V, class Ev, class T>
-void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, T* out,
-                        std::size_t o_batch, std::size_t o_head, std::size_t o_row) {
+/// Where run_attention_core writes: head h of query i of item b at
+/// data + b*batch + h*head + i*row.
+template <class T>
+struct core_output {
+  T* data;
+  std::size_t batch, head, row;
+};
+
+/// Runs attend(softmax(mask*(scores(q, k))), v) with kernel::flash_attention. Once the
+/// operands are evaluated and checked, out(reads...) is given the views the loop nest reads
+/// (q, k, v and the masks) and returns where to write (a core_output<T>).
+template <class S, class V, class Ev, class Out>
+void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, Out&& out) {
+  using T = typename attend_node<softmax_node<S>, V>::value_type;
   const auto& sc = mask_chain<S>::scores(e.weights.scores);
   auto unit_inner = [](auto m) {  // by value: ev(...) returns a temporary
     return m.view.stride(3) == 1 ? std::move(m) : contiguous(std::move(m));
@@ -171,10 +180,12 @@ void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, 
   p.k_row = k.view.stride(2);
   p.v = v.view.data(), p.v_batch = v.view.stride(0), p.v_head = v.view.stride(1),
   p.v_row = v.view.stride(2);
-  p.o = out, p.o_batch = o_batch, p.o_head = o_head, p.o_row = o_row;
   p.scale = sc.scale;
   mask_storage<T> keep;
   set_masks(e.weights.scores, p, keep);
+  const core_output<T> o =
+      out(q.view, k.view, v.view, keep.keys.view, keep.pairs.view, keep.additive.view);
+  p.o = o.data, p.o_batch = o.batch, p.o_head = o.head, p.o_row = o.row;
   kernel::flash_attention(p);
 }
 
@@ -327,16 +338,19 @@ struct fused_attention_core {
   template <class E, class Ev>
   static auto evaluate(const E& e, const Ev& ev) {
     using T = typename E::value_type;
-    auto r = detail::allocate<T>(e.shape());
-    const auto& l = r.view.layout();  // (B,H,SEQ_Q,D_V) row-major
-    detail::run_attention_core(e, ev, r.mutable_data(), l.stride[0], l.stride[1], l.stride[2]);
+    detail::materialized<T, typename E::shape_type> r;
+    detail::run_attention_core(e, ev, [&](const auto&... reads) {
+      r = detail::allocate_result<T>(e, ev, reads...);
+      const auto& l = r.view.layout();  // (B,H,SEQ_Q,D_V) row-major
+      return detail::core_output<T>{r.mutable_data(), l.stride[0], l.stride[1], l.stride[2]};
+    });
     return r;
   }
 
   template <class E, class Planner>
   static void describe(const E& e, const Planner& p, int depth) {
     p.add(depth, true, detail::describe_attention_core(e, "(B,H,SEQ_Q,D_V)"),
-          detail::extents_string(e.shape()), detail::result_bytes(e));
+          detail::extents_string(e.shape()), detail::result_bytes(e), true);
     detail::describe_core_operands(e, p, depth + 1);
   }
 };
@@ -349,10 +363,13 @@ struct fused_attention_merged {
   template <class X, class Ev>
   static auto evaluate(const merge_heads_node<X>& e, const Ev& ev) {
     using T = typename X::value_type;
-    auto r = detail::allocate<T>(e.shape());  // (B,SEQ_Q,H*D_V)
     const std::size_t dv = static_extent_v<typename X::shape_type, 3>;
-    const auto& l = r.view.layout();
-    detail::run_attention_core(e.x, ev, r.mutable_data(), l.stride[0], dv, l.stride[1]);
+    detail::materialized<T, typename merge_heads_node<X>::shape_type> r;
+    detail::run_attention_core(e.x, ev, [&](const auto&... reads) {
+      r = detail::allocate_result<T>(e, ev, reads...);  // (B,SEQ_Q,H*D_V)
+      const auto& l = r.view.layout();
+      return detail::core_output<T>{r.mutable_data(), l.stride[0], dv, l.stride[1]};
+    });
     return r;
   }
 
@@ -360,7 +377,7 @@ struct fused_attention_merged {
   static void describe(const merge_heads_node<X>& e, const Planner& p, int depth) {
     p.add(depth, true,
           detail::describe_attention_core(e.x, "the merged (B,SEQ_Q,H*D_V) layout, no merge copy"),
-          detail::extents_string(e.shape()), detail::result_bytes(e));
+          detail::extents_string(e.shape()), detail::result_bytes(e), true);
     detail::describe_core_operands(e.x, p, depth + 1);
   }
 };

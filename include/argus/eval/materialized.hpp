@@ -4,12 +4,18 @@
 // it points into when the step allocated it (empty when the view reads the user's tensor).
 // Steps that only re-describe memory (split-heads in the fused evaluator) move the storage
 // along and change the view's layout.
+//
+// evaluate(e, policy, out) offers out's elements to the step that evaluates e itself (the
+// root): a step that allocates its result with allocate_result(e, ev, operands...) writes
+// straight into out, unless out shares a byte with an operand it reads, and evaluate then
+// copies nothing (a full pass over the output saved; docs/performance.md).
 #pragma once
 
 #include <argus/tensor/aligned_buffer.hpp>
 #include <argus/tensor/tensor_view.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 namespace argus::detail {
@@ -20,10 +26,12 @@ struct materialized {
   using shape_type = S;
   aligned_buffer<T> storage;  // empty when view reads memory owned elsewhere
   tensor_view<const T, S> view;
+  T* destination = nullptr;  // the caller's elements the view reads, when the root writes there
 
   bool owns_storage() const noexcept { return storage.size() != 0 || view.size() == 0; }
-  /// Writable access; only for results this evaluation allocated.
-  T* mutable_data() noexcept { return storage.data(); }
+  /// Writable access; only for results this evaluation allocated or writes into the caller's
+  /// output (allocate_result).
+  T* mutable_data() noexcept { return storage.size() != 0 ? storage.data() : destination; }
 };
 
 /// A fresh row-major result of shape s; its elements are uninitialised: every evaluator
@@ -34,6 +42,58 @@ materialized<T, S> allocate(const S& s) {
   m.storage = aligned_buffer<T>(s.size(), uninitialized);
   m.view = tensor_view<const T, S>(m.storage.data(), s);
   return m;
+}
+
+/// Where evaluate(e, policy, out) lets the step that evaluates e write its result: out's
+/// elements (row-major, e's extents, checked by evaluate), for the node at `node` whose type
+/// is the one type_tag<E> stands for. Empty in every other evaluation.
+struct root_destination {
+  const void* node = nullptr;
+  const void* type = nullptr;
+  void* data = nullptr;
+};
+template <class E>
+inline constexpr char type_tag = 0;
+
+/// The bytes view v may read, [first, last); empty for an empty view.
+template <class T, Shape S>
+std::pair<std::uintptr_t, std::uintptr_t> byte_span(const tensor_view<const T, S>& v) noexcept {
+  if (v.size() == 0 || v.data() == nullptr) return {0, 0};
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < S::rank(); ++i) last += (v.extent(i) - 1) * v.stride(i);
+  const auto first = reinterpret_cast<std::uintptr_t>(v.data());
+  return {first, first + (last + 1) * sizeof(T)};
+}
+
+/// Whether the `bytes` bytes at d share one with what v may read.
+template <class T, Shape S>
+bool shares_bytes(const void* d, std::size_t bytes, const tensor_view<const T, S>& v) noexcept {
+  const auto [first, last] = byte_span(v);
+  const auto begin = reinterpret_cast<std::uintptr_t>(d);
+  return first < last && bytes != 0 && first < begin + bytes && begin < last;
+}
+
+/// The result of node e, evaluated with ev, whose step reads `reads` (views) while it writes
+/// the result: the caller's output when e is the root of evaluate(e, policy, out) and the
+/// output shares no byte with any of `reads`, else a fresh row-major result (allocate). A
+/// step that calls it after its run-time checks writes nothing of out before they pass.
+template <class T, class E, class Ev, class... Reads>
+materialized<T, typename E::shape_type> allocate_result(const E& e, const Ev& ev,
+                                                        const Reads&... reads) {
+  using S = typename E::shape_type;
+  const S s = e.shape();
+  if constexpr (requires { ev.root; }) {
+    const root_destination& root = ev.root;
+    const std::size_t bytes = s.size() * sizeof(T);
+    if (root.node == static_cast<const void*>(&e) && root.type == &type_tag<E> &&
+        root.data != nullptr && !(shares_bytes(root.data, bytes, reads) || ...)) {
+      materialized<T, S> m;
+      m.destination = static_cast<T*>(root.data);
+      m.view = tensor_view<const T, S>(m.destination, s);
+      return m;
+    }
+  }
+  return allocate<T>(s);
 }
 
 /// A result that reads memory owned elsewhere (a leaf).

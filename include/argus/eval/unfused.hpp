@@ -97,7 +97,7 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
   const auto& x = in.x;
   const auto& w = in.w;
   const T* bias = in.bias;
-  auto r = allocate<T>(e.shape());
+  auto r = allocate_result<T>(e, ev, x.view, w.view, in.b.view);
   T* out = r.mutable_data();
   const T* xp = x.view.data();
   const T* wp = w.view.data();

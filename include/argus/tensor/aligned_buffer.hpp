@@ -213,8 +213,14 @@ class aligned_buffer {
   /// Leaves o empty: no storage and size 0.
   aligned_buffer(aligned_buffer&& o) noexcept
       : data_(std::move(o.data_)), size_(std::exchange(o.size_, 0)) {}
+  /// Into the same storage when the sizes agree (as std::vector): views of this buffer, and
+  /// expressions built on them, stay valid. Otherwise into new storage.
   aligned_buffer& operator=(const aligned_buffer& o) {
-    if (this != &o) *this = aligned_buffer(o);
+    if (this == &o) return *this;
+    if (size_ == o.size_)
+      std::copy_n(o.data(), size_, data());
+    else
+      *this = aligned_buffer(o);
     return *this;
   }
   aligned_buffer& operator=(aligned_buffer&& o) noexcept {

@@ -22,7 +22,14 @@ BOOST_AUTO_TEST_CASE(fused_and_unfused_plans_of_the_paper_configuration) {
   BOOST_TEST(u.materialised_bytes() == scores_bytes + 9 * activation_bytes);
   // Fused: 4 projections and the attention output, nothing quadratic.
   BOOST_TEST(f.materialised_bytes() == 5 * activation_bytes);
+  // Into the caller's tensor, the output projection (the root) writes there: one fewer.
+  BOOST_TEST(f.steps.front().into_out);
+  BOOST_TEST(u.steps.front().into_out);
+  BOOST_TEST(f.materialised_bytes_into_out() == 4 * activation_bytes);
+  BOOST_TEST(u.materialised_bytes_into_out() == scores_bytes + 8 * activation_bytes);
+  for (std::size_t i = 1; i < f.steps.size(); ++i) BOOST_TEST(!f.steps[i].into_out);
   const std::string us = u.to_string(), fs = f.to_string();
+  BOOST_TEST(fs.find("(written straight into out by evaluate(e, p, out))") != std::string::npos);
   BOOST_TEST(us.find("[fused]") == std::string::npos);
   BOOST_TEST(us.find("scores") != std::string::npos);
   BOOST_TEST(fs.find("[fused] attention core as one loop nest") != std::string::npos);
@@ -38,6 +45,7 @@ BOOST_AUTO_TEST_CASE(split_heads_of_an_input_is_a_view) {
       attend(softmax(scores(split_heads<2>(x), split_heads<2>(x))), split_heads<2>(x)), fused);
   BOOST_TEST(f.to_string().find("strided view, no copy") != std::string::npos);
   BOOST_TEST(f.materialised_bytes() == 5 * 16 * sizeof(float));  // the attention output only
+  BOOST_TEST(f.materialised_bytes_into_out() == 0u);  // written into out by the loop nest
 }
 
 BOOST_AUTO_TEST_CASE(a_chain_the_loop_nest_does_not_take_is_explained_as_unfused) {
@@ -45,6 +53,9 @@ BOOST_AUTO_TEST_CASE(a_chain_the_loop_nest_does_not_take_is_explained_as_unfused
   const plan f = explain(attend(softmax(mask(scores(q, k), causal, causal)), v), fused);
   BOOST_TEST(f.to_string().find("[fused]") == std::string::npos);
   BOOST_TEST(f.materialised_bytes() == (2 * 10 * 10 + 2 * 10 * 8) * sizeof(float));
+  // The unfused weighted sum allocates its result; evaluate(e, p, out) copies it into out.
+  BOOST_TEST(!f.steps.front().into_out);
+  BOOST_TEST(f.materialised_bytes_into_out() == f.materialised_bytes());
 }
 
 BOOST_AUTO_TEST_CASE(the_plan_names_the_instruction_set_the_kernels_run) {

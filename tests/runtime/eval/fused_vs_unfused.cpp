@@ -36,11 +36,18 @@ template <class E>
 void law(const E& e) {
   using T = typename E::value_type;
   const auto u = evaluate(e, unfused);
+  // Into a caller's tensor the root's step writes there directly where it can.
+  tensor<T, typename E::shape_type> into(e.shape());
   for (std::size_t threads : {1u, 2u, 3u}) {
     set_num_threads(threads);
     const auto f = evaluate(e, fused);
     const double d = max_rel_diff(f, u);
     BOOST_TEST(d <= tolerance<T>, "threads " << threads << ": max relative difference " << d);
+    evaluate(e, fused, into);
+    BOOST_TEST(max_rel_diff(into, f) == 0.0, "threads " << threads << ": fused into out");
+    evaluate(e, unfused, into);
+    BOOST_TEST(max_rel_diff(into, u) <= tolerance<T>,
+               "threads " << threads << ": unfused into out");
   }
   set_num_threads(0);
 }
@@ -144,4 +151,80 @@ BOOST_AUTO_TEST_CASE(large_logits_stay_finite_fused) {
   const auto f = evaluate(attend(softmax(scores(q, k)), v), fused);
   for (float x : f) BOOST_TEST(std::isfinite(x));
   law(attend(softmax(scores(q, k)), v));
+}
+
+// evaluate(e, p, out) lets the root's step write into out, unless out is memory the step
+// reads: then the result must still be what a fresh tensor receives. The sizes make the
+// kernels write some of out before they have read all of it (several query items per head;
+// two k blocks in the product), so writing into an operand would show.
+BOOST_AUTO_TEST_CASE(evaluating_into_an_operand_gives_the_fresh_result) {
+  using heads = tensor<float, shape<batch<>, head<2>, seq<>, head_dim<8>>>;  // (B,2,SEQ,8)
+  using rows = tensor<float, shape<batch<>, seq<>, model<300>>>;             // (B,SEQ,300)
+  tensor<float, shape<seq<>, seq<>>> add(300, 300);                          // (SEQ,SEQ)
+  tensor<float, shape<model<300>, model<300>>> w;                            // (300,300)
+  randomize(add), randomize(w, 0.06);
+  for (std::size_t threads : {1u, 2u, 3u}) {
+    set_num_threads(threads);
+    for (int which = 0; which < 3; ++which) {
+      BOOST_TEST_CONTEXT(threads << " threads, out is operand " << which) {
+        heads q(2, 300), k(2, 300), v(2, 300);
+        randomize(q), randomize(k), randomize(v);
+        heads* const operand[] = {&q, &k, &v};
+        const heads &cq = q, &ck = k, &cv = v;
+        const auto core = attend(softmax(mask(scores(cq, ck), causal, add_to_scores(add))), cv);
+        const auto fresh_fused = evaluate(core, fused), fresh_unfused = evaluate(core, unfused);
+        heads& out = *operand[which];
+        heads copy = out;
+        evaluate(core, fused, out);
+        BOOST_TEST(max_rel_diff(out, fresh_fused) == 0.0);
+        out = copy;
+        evaluate(core, unfused, out);
+        BOOST_TEST(max_rel_diff(out, fresh_unfused) == 0.0);
+      }
+    }
+    // x is q, k and v of every head (strided views) and the output of the merged loop nest;
+    // and both x and the output of its projection.
+    rows x(2, 100);
+    randomize(x);
+    const rows& cx = x;
+    const auto merged = merge_heads(
+        attend(softmax(scores(split_heads<3>(cx), split_heads<3>(cx))), split_heads<3>(cx)));
+    const auto fresh_merged = evaluate(merged, fused);
+    const rows saved = x;
+    evaluate(merged, fused, x);
+    BOOST_TEST(max_rel_diff(x, fresh_merged) == 0.0);
+    x = saved;
+    const auto projected = project(cx, w);
+    const auto fresh_projected = evaluate(projected, fused);
+    evaluate(projected, fused, x);
+    BOOST_TEST(max_rel_diff(x, fresh_projected) == 0.0);
+    x = saved;
+    evaluate(projected, unfused, x);
+    BOOST_TEST(max_rel_diff(x, fresh_projected) == 0.0);
+    // Narrow heads: the loop nest writes rows of x that later tiles read.
+    tensor<float, shape<batch<>, seq<>, model<16>>> narrow(2, 70);  // (B,SEQ,16)
+    randomize(narrow);
+    const auto& cn = narrow;
+    const auto merged_narrow = merge_heads(
+        attend(softmax(scores(split_heads<2>(cn), split_heads<2>(cn))), split_heads<2>(cn)));
+    const auto fresh_narrow = evaluate(merged_narrow, fused);
+    evaluate(merged_narrow, fused, narrow);
+    BOOST_TEST(max_rel_diff(narrow, fresh_narrow) == 0.0);
+  }
+  set_num_threads(0);
+}
+
+BOOST_AUTO_TEST_CASE(shares_bytes_is_exact_at_the_edges) {
+  float a[16] = {};
+  using S = shape<seq<>, model<4>>;
+  const tensor_view<const float, S> rows_1_2(a + 4, S(2));                 // a[4, 12)
+  BOOST_TEST(!detail::shares_bytes(a, 4 * sizeof(float), rows_1_2));       // a[0, 4)
+  BOOST_TEST(detail::shares_bytes(a, 5 * sizeof(float), rows_1_2));        // a[0, 5)
+  BOOST_TEST(detail::shares_bytes(a + 11, sizeof(float), rows_1_2));       // a[11]
+  BOOST_TEST(!detail::shares_bytes(a + 12, 4 * sizeof(float), rows_1_2));  // a[12, 16)
+  BOOST_TEST(!detail::shares_bytes(a, 0, rows_1_2));                       // nothing written
+  // A strided view reads from its first to its last element, gaps included.
+  const tensor_view<const float, S> every_other(a, layout<S>{S(2), {8, 1}});  // a[0,4), a[8,12)
+  BOOST_TEST(detail::shares_bytes(a + 5, sizeof(float), every_other));
+  BOOST_TEST(!detail::shares_bytes(a + 12, sizeof(float), every_other));
 }

@@ -76,6 +76,27 @@ BOOST_AUTO_TEST_CASE(small_buffers_are_aligned_for_the_kernels_and_zeroed) {
   BOOST_TEST(empty.data() == nullptr);
 }
 
+// Views (and the expressions built on them) of a buffer outlive an assignment to it of the same
+// size, as with std::vector: the elements are copied into the storage it has.
+BOOST_AUTO_TEST_CASE(copy_assignment_of_the_same_size_keeps_the_storage) {
+  for (std::size_t n : {std::size_t{5}, std::size_t{1} << 20}) {  // a small and a huge-page buffer
+    argus::aligned_buffer<float> a(n), b(n), c(n + 1);
+    for (std::size_t i = 0; i < n; ++i) b.data()[i] = float(i);
+    const float* before = a.data();
+    a = b;
+    BOOST_TEST(a.data() == before);
+    BOOST_TEST(a.data() != b.data());
+    BOOST_TEST(a.data()[n - 1] == float(n - 1));
+    a = c;  // another size: new storage, c's elements
+    BOOST_TEST(a.size() == n + 1);
+    BOOST_TEST(a.data() != c.data());
+    BOOST_TEST(a.data()[n] == 0.0f);
+    const argus::aligned_buffer<float>& self = a;
+    a = self;
+    BOOST_TEST(a.size() == n + 1);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(large_buffers_start_on_a_huge_page_and_keep_their_contents) {
   // Just below, at and above the threshold, and several pages with a partial last one.
   for (std::size_t bytes : {huge - 64, huge, huge + 4096, 5 * huge + 12345 * 4}) {
