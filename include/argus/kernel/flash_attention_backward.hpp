@@ -43,10 +43,12 @@
 #include "argus/kernel/simd.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cstddef>
 #include <limits>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 namespace argus::kernel {
@@ -100,11 +102,14 @@ struct backward_tiles {
   static constexpr std::size_t ld = gemm_tile<T>::kc;
   static_assert(bk <= ld, "a tile row must fit the packed sliver stride");
   static constexpr std::size_t count = 3;
-  std::vector<T> storage = std::vector<T>(count * bq * ld);
+  static constexpr std::size_t sliver = gemm_tile<T>::mr * ld;  // one packed A sliver
+  std::vector<T> storage = std::vector<T>(count * bq * ld + 2 * sliver);
   std::vector<T> panels;
-  T* p() noexcept { return storage.data(); }                   // (Q_TILE,K_TILE)
-  T* ds() noexcept { return storage.data() + bq * ld; }        // (Q_TILE,K_TILE)
-  T* keep() noexcept { return storage.data() + 2 * bq * ld; }  // (Q_TILE,K_TILE)
+  T* p() noexcept { return storage.data(); }                           // (Q_TILE,K_TILE)
+  T* ds() noexcept { return storage.data() + bq * ld; }                // (Q_TILE,K_TILE)
+  T* keep() noexcept { return storage.data() + 2 * bq * ld; }          // (Q_TILE,K_TILE)
+  T* q_sliver() noexcept { return storage.data() + count * bq * ld; }  // (MR,D_K) stride ld
+  T* do_sliver() noexcept { return q_sliver() + sliver; }              // (MR,D_V) stride ld
 };
 
 /// Elements of backward_tiles::panels for a key tile of nk keys: K_jᵀ (B of S = Q K_jᵀ),
@@ -189,6 +194,80 @@ void tile_score_gradient(std::size_t nq, std::size_t nk, const T* pt, T* dp, std
   }
 }
 
+/// S, P, dP and dS of one sliver of Rows query rows against keys [0, ns) of a key tile, one
+/// register tile (Rows × nr keys) at a time, for a sliver that no mask touches, without
+/// dropout and with every lse finite:
+///     S = scale · Q Kᵀ   P = e^(S − lse) -> p      dP = dO Vᵀ   dS = P ∘ (dP − D) -> ds
+/// S and dP never leave the registers: the exponential is the epilogue of S's product and dS
+/// the epilogue of dP's, so neither is stored and read back (the unfused way, gemm_packed_b
+/// then tile_probabilities and tile_score_gradient, costs a pass over each; the two give the
+/// same bits). q and d_o are the sliver's rows packed with the stride gemm_tile<T>::kc
+/// (d_k, d_v <= kc), k_t and v_t the key tile's K_jᵀ and V_jᵀ (pack_b_panels, depths d_k and
+/// d_v); p and ds have row stride ld >= ns rounded up to nr, and columns from ns to that
+/// bound receive values the caller overwrites or never reads.
+template <class T, std::size_t Rows>
+void sliver_probabilities_and_gradient(std::size_t ns, std::size_t d_k, std::size_t d_v, T scale,
+                                       const T* q, const T* k_t, const T* d_o, const T* v_t,
+                                       const T* lse, const T* dd, T* p, T* ds,
+                                       std::size_t ld) noexcept {
+  using V = simd<T>;
+  using tile = gemm_tile<T>;
+  constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
+  const V log2e = V::broadcast(std::numbers::log2e_v<T>), vscale = V::broadcast(scale);
+  for (std::size_t jr = 0; jr < ns; jr += nr) {
+    V acc[Rows][nv];
+    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+      unroll<nv>([&](auto j) __attribute__((always_inline)) { acc[i][j] = V::zero(); });
+    });
+    micro_tile_product<T, Rows>(d_k, q, k_t + jr * d_k, acc);
+    // P = e^(S − lse), as tile_probabilities computes it from the stored S.
+    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+      const V l = V::broadcast(lse[i]);
+      unroll<nv>([&](auto j) __attribute__((always_inline)) {
+        acc[i][j] = (acc[i][j] * vscale - l) * log2e;
+      });
+      exp2_nonpositive(acc[i]);
+      unroll<nv>([&](auto j) __attribute__((always_inline)) {
+        acc[i][j].store(p + i * ld + jr + j * w);
+        acc[i][j] = V::zero();
+      });
+    });
+    micro_tile_product<T, Rows>(d_v, d_o, v_t + jr * d_v, acc);
+    // dS = P ∘ (dP − D), P read back from L1.
+    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+      const V d = V::broadcast(dd[i]);
+      unroll<nv>([&](auto j) __attribute__((always_inline)) {
+        (V::load(p + i * ld + jr + j * w) * (acc[i][j] - d)).store(ds + i * ld + jr + j * w);
+      });
+    });
+  }
+}
+
+template <class T>
+using sliver_gradient_ptr = void (*)(std::size_t, std::size_t, std::size_t, T, const T*, const T*,
+                                     const T*, const T*, const T*, const T*, T*, T*,
+                                     std::size_t) noexcept;
+
+/// sliver_probabilities_and_gradient<T, rows> for a run-time 1 <= rows <= mr.
+template <class T>
+sliver_gradient_ptr<T> sliver_probabilities_and_gradient_for(std::size_t rows) noexcept {
+  static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
+    return std::array<sliver_gradient_ptr<T>, sizeof...(R)>{
+        &sliver_probabilities_and_gradient<T, R + 1>...};
+  }
+  (std::make_index_sequence<gemm_tile<T>::mr>{});
+  return table[rows - 1];
+}
+
+/// Prefetches `rows` rows of `cols` elements, `stride` apart, towards L2.
+template <class T>
+inline void prefetch_rows(const T* a, std::size_t rows, std::size_t cols,
+                          std::size_t stride) noexcept {
+  constexpr std::size_t line = 64 / sizeof(T);
+  for (std::size_t r = 0; r < rows; ++r, a += stride)
+    for (std::size_t c = 0; c < cols; c += line) __builtin_prefetch(a + c, 0, 2);
+}
+
 /// One item: keys [j0, j0 + nk) of K/V head g in batch item b, every query head of the group.
 /// dq: where this task accumulates dQ (base of the batch item's head 0), with row/head strides.
 template <class T>
@@ -217,6 +296,11 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   pack_b_panels<false>(nk, p.d_k, k, p.k_row, k_n);
   // Under a causal mask, query i sees key j0 only if i >= j0: earlier query tiles are skipped.
   const std::size_t i_first = p.causal ? j0 / bq * bq : 0;
+  // Slivers no mask touches take the fused S/P and dP/dS register tiles (the masks other than
+  // causal and dropout apply per element; the causal mask only to slivers that cross the
+  // diagonal; wide heads do not fit a packed sliver).
+  const bool fusable = p.additive == nullptr && p.key_ignore == nullptr && p.ignore == nullptr &&
+                       !drop.active() && p.d_k <= ld && p.d_v <= ld;
   for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
     const T* lse = bp.lse + (b * p.heads + h) * p.seq_q;
     const T* dd = row_dots + (b * p.heads + h) * p.seq_q;
@@ -225,6 +309,15 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       const T* q = p.q + b * p.q_batch + h * p.q_head + i0 * p.q_row;
       const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head + i0 * p.o_row;
       T* dq = dq_batch_base + h * dq_head + i0 * dq_row;
+      // The next query tile's Q, dO and dQ rows towards L2 while this one computes: each item
+      // streams every query tile of its heads through the cache, and the sliver copies and
+      // the dQ product would otherwise wait for them.
+      if (i0 + bq < p.seq_q) {
+        const std::size_t next = std::min(bq, p.seq_q - i0 - bq);
+        prefetch_rows(q + bq * p.q_row, next, p.d_k, p.q_row);
+        prefetch_rows(d_o + bq * p.o_row, next, p.d_v, p.o_row);
+        prefetch_rows(dq + bq * dq_row, next, p.d_k, dq_row);
+      }
       // Under a causal mask, query i sees keys up to i: keys past the tile's last query
       // have P = 0 for all of its rows (and take nothing from dV and dK), and so do keys
       // past a sliver's last query for that sliver's rows.
@@ -241,16 +334,27 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         const std::size_t ns = visible_keys(p.causal, i0 + r0 + rows, j0, nk);
         T* ps = pp + r0 * ld;
         T* dss = ds + r0 * ld;
-        gemm_packed_b<T>(rows, ns, p.d_k, p.scale, q + r0 * p.q_row, p.q_row, k_t, p.d_k, ps, ld,
-                         false);                                          // S
-        tile_probabilities(p, b, h, i0 + r0, rows, j0, ns, lse, ps, ld);  // P
-        gemm_packed_b<T>(rows, ns, p.d_v, T(1), d_o + r0 * p.o_row, p.o_row, v_t, p.d_v, dss, ld,
-                         false);  // dP̃ = dO Vᵀ
         T* keeps = keep != nullptr ? keep + r0 * ld : nullptr;
-        if (keeps != nullptr)
-          for (std::size_t r = 0; r < rows; ++r)
-            drop.factors(b, h, i0 + r0 + r, j0, ns, keeps + r * ld);
-        tile_score_gradient(rows, ns, ps, dss, ld, dd + i0 + r0, keeps);  // dS
+        const bool crosses = p.causal && j0 + ns - 1 > i0 + r0;  // some key after some query
+        if (fusable && !crosses && ns > 0 &&
+            std::none_of(lse + i0 + r0, lse + i0 + r0 + rows,
+                         [](T l) { return l == -std::numeric_limits<T>::infinity(); })) {
+          pack_a_sliver(rows, p.d_k, q + r0 * p.q_row, p.q_row, tiles.q_sliver());
+          pack_a_sliver(rows, p.d_v, d_o + r0 * p.o_row, p.o_row, tiles.do_sliver());
+          sliver_probabilities_and_gradient_for<T>(rows)(
+              ns, p.d_k, p.d_v, p.scale, tiles.q_sliver(), k_t, tiles.do_sliver(), v_t,
+              lse + i0 + r0, dd + i0 + r0, ps, dss, ld);  // P and dS
+        } else {
+          gemm_packed_b<T>(rows, ns, p.d_k, p.scale, q + r0 * p.q_row, p.q_row, k_t, p.d_k, ps, ld,
+                           false);                                          // S
+          tile_probabilities(p, b, h, i0 + r0, rows, j0, ns, lse, ps, ld);  // P
+          gemm_packed_b<T>(rows, ns, p.d_v, T(1), d_o + r0 * p.o_row, p.o_row, v_t, p.d_v, dss, ld,
+                           false);  // dP̃ = dO Vᵀ
+          if (keeps != nullptr)
+            for (std::size_t r = 0; r < rows; ++r)
+              drop.factors(b, h, i0 + r0 + r, j0, ns, keeps + r * ld);
+          tile_score_gradient(rows, ns, ps, dss, ld, dd + i0 + r0, keeps);  // dS
+        }
         for (std::size_t r = 0; r < rows; ++r) {
           if (keeps != nullptr)  // P̃ = P ∘ keep, for dV
             for (std::size_t j = 0; j < ns; ++j) ps[r * ld + j] *= keeps[r * ld + j];

@@ -64,6 +64,34 @@ template <std::size_t N, class F>
 /// a row-major Aᵀ, for C = Aᵀ B: each k step's Rows values are contiguous in both).
 enum class sliver_layout { rows, steps };
 
+/// acc[i][j] += Σ_p A(i, p) · B(p, j · width ..) over kc steps: the register tile's loop, for
+/// a packed A sliver (element (i, p) at a[i * kc_stride + p] for Layout rows, a[p * Rows + i]
+/// for steps) and a packed B panel (element (p, j) at b[p * nr + j]). Each k step loads nv
+/// vectors of B and broadcasts Rows scalars of A. The micro-kernel below and the fused
+/// epilogues of the backward pass (flash_attention_backward.hpp) run it.
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+[[gnu::always_inline]] inline void micro_tile_product(
+    std::size_t kc, const T* __restrict a, const T* __restrict b,
+    simd<T> (&acc)[Rows][gemm_tile<T>::nv]) noexcept {
+  using V = simd<T>;
+  using tile = gemm_tile<T>;
+  constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
+  // Distance between rows of the sliver, and between k steps.
+  constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
+  constexpr std::size_t step = Layout == sliver_layout::rows ? 1 : Rows;
+  for (std::size_t p = 0; p < kc; ++p) {
+    V bv[nv];
+    unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
+    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+      const V ai = V::broadcast(a[i * lda]);
+      unroll<nv>([&](auto j)
+                     __attribute__((always_inline)) { acc[i][j] = fma(ai, bv[j], acc[i][j]); });
+    });
+    a += step;
+    b += nr;
+  }
+}
+
 /// C(Rows x nr) = alpha * A B + (bias broadcast over rows, if bias) + (C, if load_c).
 ///
 /// a: packed sliver, element (i, p) at a[i * gemm_tile<T>::kc + p] (Layout rows) or
@@ -77,10 +105,7 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
                        bool load_c) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
-  constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
-  // Distance between rows of the sliver, and between k steps.
-  constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
-  constexpr std::size_t step = Layout == sliver_layout::rows ? 1 : Rows;
+  constexpr std::size_t nv = tile::nv, w = tile::width;
   static_assert(Rows >= 1 && Rows <= tile::mr);
 
   V acc[Rows][nv];
@@ -90,17 +115,7 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
 
-  for (std::size_t p = 0; p < kc; ++p) {
-    V bv[nv];
-    unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
-    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
-      const V ai = V::broadcast(a[i * lda]);
-      unroll<nv>([&](auto j)
-                     __attribute__((always_inline)) { acc[i][j] = fma(ai, bv[j], acc[i][j]); });
-    });
-    a += step;
-    b += nr;
-  }
+  micro_tile_product<T, Rows, Layout>(kc, a, b, acc);
 
   const V va = V::broadcast(alpha);
   V vb[nv];
