@@ -43,7 +43,8 @@
 //   ideal_mb        inputs + weights (and biases) + Q, K, V + output: what any evaluator that
 //                   materialises the projections must hold
 //   memory_ratio    rss_growth_mb / ideal_mb (the target is < 1.5)
-//   unfused_bytes_materialised  explain(y, unfused).materialised_bytes_into_out(), not run (8 GiB)
+//   unfused_bytes_materialised  explain(y, unfused).materialised_bytes_into_out(), not run
+//                               (8 GiB)
 // It runs for one iteration; run it alone (--benchmark_filter=BM_mha_memory), as
 // bench/run.py does, so that nothing else shares the process.
 // smoke-filter: BM_mha/(fused|unfused|eigen|onednn|torch)/n:128/h:8/d_model:512/threads:1/

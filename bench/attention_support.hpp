@@ -13,9 +13,8 @@
 //   peak_pct            GFLOPS / the FMA peak of the same thread count, × 100. The peak is
 //                       measured once per process and thread count (argus/bench/peak.hpp) and is
 //                       also printed as the row BM_peak_fma/threads:N.
-//   bytes_materialised  argus: explain(expr, policy).materialised_bytes_into_out(); eigen: the
-//   bytes
-//                       of the matrices the Eigen peer allocates (eigen_attention.hpp);
+//   bytes_materialised  argus: explain(expr, policy).materialised_bytes_into_out(); eigen:
+//                       the bytes of the matrices the Eigen peer allocates (eigen_attention.hpp);
 //                       onednn, torch: see peers/onednn_attention.cpp, torch_attention.cpp.
 //   peak_rss_mb         the resident-set high-water mark of the process (VmHWM, which is
 //                       what getrusage's ru_maxrss reports), in MiB. It is a per-process

@@ -24,10 +24,9 @@
 //   peak_pct            GFLOPS ÷ the FMA peak of the same thread count measured in the same
 //                       process, in the registers of the instruction set the kernels run
 //                       (argus/bench/peak.hpp), × 100
-//   bytes_materialised  argus: explain(y, policy).materialised_bytes_into_out(), the buffers the
-//   plan
-//                       allocates besides its inputs and the output; another evaluator: what
-//                       its prepared_call says
+//   bytes_materialised  argus: explain(y, policy).materialised_bytes_into_out(), the
+//                       buffers the plan allocates besides its inputs and the output; another
+//                       evaluator: what its prepared_call says
 //   peak_rss_mb         the process's resident high-water mark during the row, MiB (the mark
 //                       is reset at the start of each row: see reset_rss_high_water)
 //   max_diff            other evaluators only: the largest |theirs − fused| / (1 + |fused|) over

@@ -199,12 +199,12 @@ void tile_score_gradient(std::size_t nq, std::size_t nk, const T* pt, T* dp, std
 /// dropout and with every lse finite:
 ///     S = scale · Q Kᵀ   P = e^(S − lse) -> p      dP = dO Vᵀ   dS = P ∘ (dP − D) -> ds
 /// S and dP never leave the registers: the exponential is the epilogue of S's product and dS
-/// the epilogue of dP's, so neither is stored and read back (the unfused way, gemm_packed_b
-/// then tile_probabilities and tile_score_gradient, costs a pass over each; the two give the
-/// same bits). q and d_o are the sliver's rows packed with the stride gemm_tile<T>::kc
-/// (d_k, d_v <= kc), k_t and v_t the key tile's K_jᵀ and V_jᵀ (pack_b_panels, depths d_k and
-/// d_v); p and ds have row stride ld >= ns rounded up to nr, and columns from ns to that
-/// bound receive values the caller overwrites or never reads.
+/// the epilogue of dP's, so neither is stored and read back (the stored path, gemm_packed_b
+/// then tile_probabilities and tile_score_gradient, costs a pass over each; the two round
+/// alike, up to the sign of a zero). q and d_o are the sliver's rows packed with the stride
+/// gemm_tile<T>::kc (d_k, d_v <= kc), k_t and v_t the key tile's K_jᵀ and V_jᵀ
+/// (pack_b_panels, depths d_k and d_v); p and ds have row stride ld >= ns rounded up to nr,
+/// and columns from ns to that bound receive values the caller overwrites or never reads.
 template <class T, std::size_t Rows>
 void sliver_probabilities_and_gradient(std::size_t ns, std::size_t d_k, std::size_t d_v, T scale,
                                        const T* q, const T* k_t, const T* d_o, const T* v_t,
