@@ -48,7 +48,6 @@
 #include <cstddef>
 #include <limits>
 #include <numbers>
-#include <utility>
 #include <vector>
 
 namespace argus::kernel {
@@ -248,15 +247,18 @@ using sliver_gradient_ptr = void (*)(std::size_t, std::size_t, std::size_t, T, c
                                      const T*, const T*, const T*, const T*, T*, T*,
                                      std::size_t) noexcept;
 
-/// sliver_probabilities_and_gradient<T, rows> for a run-time 1 <= rows <= mr.
+/// sliver_probabilities_and_gradient<T, rows> for the sliver heights of a whole query tile
+/// (gemm cuts 64 rows into slivers of mr − 2 to mr rows: 10-11 on AVX-512, 5-6 on AVX2), or
+/// nullptr: the last tile of a sequence may cut other heights, and takes the stored path. Three
+/// instances, not mr: each costs the kernel library's compile time.
 template <class T>
 sliver_gradient_ptr<T> sliver_probabilities_and_gradient_for(std::size_t rows) noexcept {
-  static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
-    return std::array<sliver_gradient_ptr<T>, sizeof...(R)>{
-        &sliver_probabilities_and_gradient<T, R + 1>...};
-  }
-  (std::make_index_sequence<gemm_tile<T>::mr>{});
-  return table[rows - 1];
+  constexpr std::size_t mr = gemm_tile<T>::mr;
+  static_assert(mr >= 3);
+  static constexpr std::array<sliver_gradient_ptr<T>, 3> table = {
+      &sliver_probabilities_and_gradient<T, mr - 2>, &sliver_probabilities_and_gradient<T, mr - 1>,
+      &sliver_probabilities_and_gradient<T, mr>};
+  return rows + 2 >= mr && rows <= mr ? table[rows + 2 - mr] : nullptr;
 }
 
 /// Prefetches `rows` rows of `cols` elements, `stride` apart, towards L2.
@@ -336,14 +338,14 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         T* dss = ds + r0 * ld;
         T* keeps = keep != nullptr ? keep + r0 * ld : nullptr;
         const bool crosses = p.causal && j0 + ns - 1 > i0 + r0;  // some key after some query
-        if (fusable && !crosses && ns > 0 &&
+        const auto fused_sliver = sliver_probabilities_and_gradient_for<T>(rows);
+        if (fusable && fused_sliver != nullptr && !crosses && ns > 0 &&
             std::none_of(lse + i0 + r0, lse + i0 + r0 + rows,
                          [](T l) { return l == -std::numeric_limits<T>::infinity(); })) {
           pack_a_sliver(rows, p.d_k, q + r0 * p.q_row, p.q_row, tiles.q_sliver());
           pack_a_sliver(rows, p.d_v, d_o + r0 * p.o_row, p.o_row, tiles.do_sliver());
-          sliver_probabilities_and_gradient_for<T>(rows)(
-              ns, p.d_k, p.d_v, p.scale, tiles.q_sliver(), k_t, tiles.do_sliver(), v_t,
-              lse + i0 + r0, dd + i0 + r0, ps, dss, ld);  // P and dS
+          fused_sliver(ns, p.d_k, p.d_v, p.scale, tiles.q_sliver(), k_t, tiles.do_sliver(), v_t,
+                       lse + i0 + r0, dd + i0 + r0, ps, dss, ld);  // P and dS
         } else {
           gemm_packed_b<T>(rows, ns, p.d_k, p.scale, q + r0 * p.q_row, p.q_row, k_t, p.d_k, ps, ld,
                            false);                                          // S
