@@ -38,6 +38,10 @@ endif()
 #           -DARGUS_COMPILED_KERNELS=ON -DARGUS_KERNEL_DISPATCH=ON
 # The kernels compile at -O2, or at -O3 in a Release build (as the header-only benchmarks).
 option(ARGUS_COMPILED_KERNELS "Tests, examples and benchmarks link the kernels compiled once" ON)
+# The kernels' optimisation flag, when not the default (-O2, -O3 in Release): the asan preset
+# takes -O1, at which GCC compiles the instrumented kernel library in about half the time
+# (docs/contributing/testing.md).
+set(ARGUS_KERNEL_OPTIMIZATION "" CACHE STRING "Optimisation flag of the compiled kernels (empty: -O2, -O3 in Release)")
 option(ARGUS_KERNEL_DISPATCH
        "argus_kernels holds every instruction set's kernels and picks one at run time (with ARGUS_COMPILED_KERNELS)" OFF)
 if(ARGUS_KERNEL_DISPATCH AND NOT ARGUS_COMPILED_KERNELS)
@@ -52,6 +56,9 @@ if(ARGUS_COMPILED_KERNELS)
   set(_argus_kernel_optimization -O2)
   if(CMAKE_BUILD_TYPE STREQUAL "Release")
     set(_argus_kernel_optimization -O3)
+  endif()
+  if(ARGUS_KERNEL_OPTIMIZATION)
+    set(_argus_kernel_optimization ${ARGUS_KERNEL_OPTIMIZATION})
   endif()
   target_compile_options(argus_kernels PRIVATE ${ARGUS_DEV_FLAGS} ${_argus_kernel_optimization})
   target_link_libraries(argus_dev INTERFACE argus_kernels)
