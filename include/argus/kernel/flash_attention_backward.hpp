@@ -30,8 +30,8 @@
 // No atomics either way; for a fixed thread count the result is the same on every run (the
 // task, not the OS thread, fixes the work), and since no task's work depends on the head,
 // heads with equal weights get bitwise equal gradients. Memory beyond the outputs: D
-// (batch · heads · seq_q), per thread three tiles and one key tile's packed K and V, and on the
-// column path (T − 1) partial dQ.
+// (batch · heads · seq_q), per thread three tiles, a Q and a dO sliver and one key tile's
+// packed K and V, and on the column path (T − 1) partial dQ.
 #pragma once
 
 #include "argus/kernel/attention_backward.hpp"
@@ -102,7 +102,9 @@ struct backward_tiles {
   static_assert(bk <= ld, "a tile row must fit the packed sliver stride");
   static constexpr std::size_t count = 3;
   static constexpr std::size_t sliver = gemm_tile<T>::mr * ld;  // one packed A sliver
-  std::vector<T> storage = std::vector<T>(count * bq * ld + 2 * sliver);
+  /// Elements of `storage`: the three tiles and the Q and dO slivers.
+  static constexpr std::size_t elements = count * bq * ld + 2 * sliver;
+  std::vector<T> storage = std::vector<T>(elements);
   std::vector<T> panels;
   T* p() noexcept { return storage.data(); }                           // (Q_TILE,K_TILE)
   T* ds() noexcept { return storage.data() + bq * ld; }                // (Q_TILE,K_TILE)
@@ -132,6 +134,12 @@ backward_tiles<T>& thread_backward_tiles() {
   return tiles;
 }
 
+/// Whether a causal mask hides some of keys [j0, j0 + nk) (nk >= 1) from some query from i0
+/// on: some key comes after the first query.
+inline bool crosses_diagonal(bool causal, std::size_t i0, std::size_t j0, std::size_t nk) noexcept {
+  return causal && j0 + nk - 1 > i0;
+}
+
 /// P = e^(S − lse) in place on the (nq × nk) tile s (row stride bk), masks applied first;
 /// rows with lse = -inf become 0.
 template <class T>
@@ -141,7 +149,7 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
   using V = simd<T>;
   constexpr std::size_t w = V::width;
   const T minus_inf = -std::numeric_limits<T>::infinity();
-  const bool causal_cross = p.causal && j0 + nk - 1 > i0;  // some key is after some query
+  const bool causal_cross = crosses_diagonal(p.causal, i0, j0, nk);
   const bool other_masks = p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
   for (std::size_t r = 0; r < nq; ++r) {
     T* row = s + r * ld;
@@ -337,7 +345,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         T* ps = pp + r0 * ld;
         T* dss = ds + r0 * ld;
         T* keeps = keep != nullptr ? keep + r0 * ld : nullptr;
-        const bool crosses = p.causal && j0 + ns - 1 > i0 + r0;  // some key after some query
+        const bool crosses = crosses_diagonal(p.causal, i0 + r0, j0, ns);
         const auto fused_sliver = sliver_probabilities_and_gradient_for<T>(rows);
         if (fusable && fused_sliver != nullptr && !crosses && ns > 0 &&
             std::none_of(lse + i0 + r0, lse + i0 + r0 + rows,
@@ -390,15 +398,14 @@ template <class T>
 std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& bp,
                                            std::size_t threads) noexcept {
   const attention_problem<T>& p = bp.f;
-  constexpr std::size_t bk = flash_backward_tiles::k_tile, bq = flash_backward_tiles::q_tile;
+  constexpr std::size_t bk = flash_backward_tiles::k_tile;
   const std::size_t columns = p.batch * ((p.seq_kv + bk - 1) / bk);
   const std::size_t tasks = detail::backward_by_pairs(p.batch * p.kv_heads, threads)
                                 ? 1
                                 : std::max<std::size_t>(1, std::min(threads, columns));
   const std::size_t rows = p.batch * p.heads * p.seq_q;
-  const std::size_t per_thread =
-      detail::backward_tiles<T>::count * bq * detail::backward_tiles<T>::ld +
-      detail::backward_panel_elements(p, std::min(bk, p.seq_kv));
+  const std::size_t per_thread = detail::backward_tiles<T>::elements +
+                                 detail::backward_panel_elements(p, std::min(bk, p.seq_kv));
   return (rows + (tasks - 1) * rows * p.d_k + threads * per_thread) * sizeof(T);
 }
 
