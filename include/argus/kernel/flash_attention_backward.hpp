@@ -92,9 +92,10 @@ void backward_row_dots(const attention_backward_problem<T>& bp, T* d) {
 
 /// One thread's tiles: P, dS and the dropout factors, each (Q_TILE × K_TILE) with the row
 /// stride gemm_tile<T>::kc, which makes dS the packed A operand of dQ += dS K_j in place
-/// (gemm_packed_b). Pᵀ dO and dSᵀ Q read P and dS transposed while packing (gemm's
-/// sliver_layout::steps): no transposed copies. `panels` holds the key tile's K_jᵀ, V_jᵀ
-/// and K_j packed as B operands (backward_panel_elements), once per item.
+/// (gemm_packed_b), and P and dS the A operands of dV += Pᵀ dO and dK += dSᵀ Q in place,
+/// a sliver being a few columns (sliver_layout::strided_steps, gemm_tn_tile): no transposed
+/// copies and no packing. `panels` holds the key tile's K_jᵀ, V_jᵀ and K_j packed as B
+/// operands, once per item, and a query tile's dO or Q (backward_panel_elements).
 template <class T>
 struct backward_tiles {
   static constexpr std::size_t bq = flash_backward_tiles::q_tile, bk = flash_backward_tiles::k_tile;
@@ -114,18 +115,46 @@ struct backward_tiles {
 };
 
 /// Elements of backward_tiles::panels for a key tile of nk keys: K_jᵀ (B of S = Q K_jᵀ),
-/// V_jᵀ (B of dP̃ = dO V_jᵀ) and K_j (B of dQ += dS K_j).
+/// V_jᵀ (B of dP̃ = dO V_jᵀ) and K_j (B of dQ += dS K_j), packed once per item, then a query
+/// tile's dO or Q (B of dV += P̃ᵀ dO and of dK += dSᵀ Q), packed once per query tile.
 template <class T>
 std::size_t backward_panel_elements(const attention_problem<T>& p, std::size_t nk) noexcept {
   return packed_b_elements<T>(p.d_k, nk) + packed_b_elements<T>(p.d_v, nk) +
-         packed_b_elements<T>(nk, p.d_k);
+         packed_b_elements<T>(nk, p.d_k) +
+         packed_b_elements<T>(flash_backward_tiles::q_tile, std::max(p.d_k, p.d_v));
 }
 
-/// C (m × n) (+)= alpha · Aᵀ B for A given as at (k × m, row stride ldat), B (k × n).
+/// C (m × n) += alpha · Aᵀ B for Aᵀ the (k × m) tile `at` with the row stride
+/// gemm_tile<T>::kc (P or dS of a query tile), read in place (sliver_layout::strided_steps),
+/// and B (k × n) packed by pack_b_panels(k, n, ...) at `panels`; k <= kc. dV += Pᵀ dO and
+/// dK += dSᵀ Q of a query tile.
 template <class T>
-void gemm_tn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* at, std::size_t ldat,
-             const T* b, std::size_t ldb, T* c, std::size_t ldc, bool accumulate) {
-  gemm<false, T, true>(m, n, k, alpha, at, ldat, b, ldb, c, ldc, nullptr, accumulate, n + 1, 0);
+void gemm_tn_tile(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* at,
+                  const T* panels, T* c, std::size_t ldc) {
+  using tile = gemm_tile<T>;
+  assert(k <= tile::kc);
+  if (m == 0 || n == 0 || k == 0) return;
+  // Slivers of nearly equal height, as in gemm.
+  const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
+  const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
+  constexpr auto layout = sliver_layout::strided_steps;
+  const auto short_kernel = gemm_micro_kernel_for<T, layout>(short_rows);
+  const auto tall_kernel = gemm_micro_kernel_for<T, layout>(std::min(short_rows + 1, tile::mr));
+  for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
+    const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
+    const auto kernel = s < tall_slivers ? tall_kernel : short_kernel;
+    for (std::size_t jr = 0; jr < n; jr += tile::nr) {
+      const std::size_t cols = std::min(tile::nr, n - jr);
+      const T* panel = panels + jr * k;
+      T* c_tile = c + ir * ldc + jr;
+      if (cols == tile::nr)
+        kernel(k, at + ir, panel, c_tile, ldc, alpha, nullptr, true);
+      else
+        gemm_narrow_tile<T>(kernel, rows, cols, k, at + ir, panel, c_tile, ldc, alpha, nullptr,
+                            true);
+    }
+    ir += rows;
+  }
 }
 
 template <class T>
@@ -298,9 +327,10 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   zero_rows(dv, nk, p.d_v, p.v_row);
   // The key tile's operands, packed once for every query tile of every head of the group.
   tiles.panels.resize(backward_panel_elements(p, nk));
-  T* const k_t = tiles.panels.data();                    // K_jᵀ: B of S
-  T* const v_t = k_t + packed_b_elements<T>(p.d_k, nk);  // V_jᵀ: B of dP̃
-  T* const k_n = v_t + packed_b_elements<T>(p.d_v, nk);  // K_j: B of dQ
+  T* const k_t = tiles.panels.data();                       // K_jᵀ: B of S
+  T* const v_t = k_t + packed_b_elements<T>(p.d_k, nk);     // V_jᵀ: B of dP̃
+  T* const k_n = v_t + packed_b_elements<T>(p.d_v, nk);     // K_j: B of dQ
+  T* const rows_b = k_n + packed_b_elements<T>(nk, p.d_k);  // dO or Q: B of dV or dK
   pack_b_panels<true>(p.d_k, nk, k, p.k_row, k_t);
   pack_b_panels<true>(p.d_v, nk, v, p.v_row, v_t);
   pack_b_panels<false>(nk, p.d_k, k, p.k_row, k_n);
@@ -375,10 +405,12 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
                          true);  // dQ += scale dS K (dS read in place)
         r0 += rows;
       }
-      gemm_tn<T>(nk_tile, p.d_v, nq, T(1), pp, ld, d_o, p.o_row, dv, p.v_row,
-                 true);  // dV += P̃ᵀ dO
-      gemm_tn<T>(nk_tile, p.d_k, nq, p.scale, ds, ld, q, p.q_row, dk, p.k_row,
-                 true);  // dK += scale dSᵀ Q
+      pack_b_panels<false>(nq, p.d_v, d_o, p.o_row, rows_b);
+      gemm_tn_tile<T>(nk_tile, p.d_v, nq, T(1), pp, rows_b, dv,
+                      p.v_row);  // dV += P̃ᵀ dO
+      pack_b_panels<false>(nq, p.d_k, q, p.q_row, rows_b);
+      gemm_tn_tile<T>(nk_tile, p.d_k, nq, p.scale, ds, rows_b, dk,
+                      p.k_row);  // dK += scale dSᵀ Q
     }
   }
 }

@@ -61,14 +61,17 @@ template <std::size_t N, class F>
 
 /// How a packed A sliver is laid out: row by row with the fixed stride gemm_tile<T>::kc (a
 /// copy of rows of a row-major A), or k step by k step with stride Rows (a copy of rows of
-/// a row-major Aᵀ, for C = Aᵀ B: each k step's Rows values are contiguous in both).
-enum class sliver_layout { rows, steps };
+/// a row-major Aᵀ, for C = Aᵀ B: each k step's Rows values are contiguous in both), or k
+/// step by k step with the stride kc (columns of a row-major Aᵀ whose row stride is kc,
+/// read in place: the backward pass's P and dS tiles, flash_attention_backward.hpp).
+enum class sliver_layout { rows, steps, strided_steps };
 
 /// acc[i][j] += Σ_p A(i, p) · B(p, j · width ..) over kc steps: the register tile's loop, for
-/// a packed A sliver (element (i, p) at a[i * kc_stride + p] for Layout rows, a[p * Rows + i]
-/// for steps) and a packed B panel (element (p, j) at b[p * nr + j]). Each k step loads nv
-/// vectors of B and broadcasts Rows scalars of A. The micro-kernel below and the fused
-/// epilogues of the backward pass (flash_attention_backward.hpp) run it.
+/// an A sliver (element (i, p) at a[i * gemm_tile<T>::kc + p] for Layout rows, a[p * Rows + i]
+/// for steps, a[p * gemm_tile<T>::kc + i] for strided_steps) and a packed B panel (element
+/// (p, j) at b[p * nr + j]). Each k step loads nv vectors of B and broadcasts Rows scalars of
+/// A. The micro-kernel below and the fused epilogues of the backward pass
+/// (flash_attention_backward.hpp) run it.
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 [[gnu::always_inline]] inline void micro_tile_product(
     std::size_t kc, const T* __restrict a, const T* __restrict b,
@@ -78,7 +81,9 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
   constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
   // Distance between rows of the sliver, and between k steps.
   constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
-  constexpr std::size_t step = Layout == sliver_layout::rows ? 1 : Rows;
+  constexpr std::size_t step = Layout == sliver_layout::rows    ? 1
+                               : Layout == sliver_layout::steps ? Rows
+                                                                : tile::kc;
   for (std::size_t p = 0; p < kc; ++p) {
     V bv[nv];
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
@@ -95,7 +100,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 /// C(Rows x nr) = alpha * A B + (bias broadcast over rows, if bias) + (C, if load_c).
 ///
 /// a: packed sliver, element (i, p) at a[i * gemm_tile<T>::kc + p] (Layout rows) or
-/// a[p * Rows + i] (Layout steps), i < Rows, p < kc.
+/// a[p * Rows + i] (Layout steps) or a[p * gemm_tile<T>::kc + i] (Layout strided_steps),
+/// i < Rows, p < kc.
 /// b: packed panel, element (p, j) at b[p * nr + j].
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
