@@ -105,13 +105,18 @@ struct backward_tiles {
   static constexpr std::size_t sliver = gemm_tile<T>::mr * ld;  // one packed A sliver
   /// Elements of `storage`: the three tiles and the Q and dO slivers.
   static constexpr std::size_t elements = count * bq * ld + 2 * sliver;
-  std::vector<T> storage = std::vector<T>(elements);
-  std::vector<T> panels;
-  T* p() noexcept { return storage.data(); }                           // (Q_TILE,K_TILE)
-  T* ds() noexcept { return storage.data() + bq * ld; }                // (Q_TILE,K_TILE)
-  T* keep() noexcept { return storage.data() + 2 * bq * ld; }          // (Q_TILE,K_TILE)
-  T* q_sliver() noexcept { return storage.data() + count * bq * ld; }  // (MR,D_K) stride ld
-  T* do_sliver() noexcept { return q_sliver() + sliver; }              // (MR,D_V) stride ld
+  /// Both aligned to buffer_alignment: the micro-kernels load whole vectors of the packed
+  /// panels and store whole vectors into P and dS, which would otherwise straddle two cache
+  /// lines each (a large std::vector's data is 16 bytes past a page).
+  flash_scratch storage_, panels_;
+  T* base() { return static_cast<T*>(storage_.get(elements * sizeof(T))); }
+  T* p() { return base(); }                           // (Q_TILE,K_TILE)
+  T* ds() { return base() + bq * ld; }                // (Q_TILE,K_TILE)
+  T* keep() { return base() + 2 * bq * ld; }          // (Q_TILE,K_TILE)
+  T* q_sliver() { return base() + count * bq * ld; }  // (MR,D_K) stride ld
+  T* do_sliver() { return q_sliver() + sliver; }      // (MR,D_V) stride ld
+  /// `n` elements for the packed operands (grown, never shrunk).
+  T* panels(std::size_t n) { return static_cast<T*>(panels_.get(n * sizeof(T))); }
 };
 
 /// Elements of backward_tiles::panels for a key tile of nk keys: K_jᵀ (B of S = Q K_jᵀ),
@@ -326,11 +331,10 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   zero_rows(dk, nk, p.d_k, p.k_row);
   zero_rows(dv, nk, p.d_v, p.v_row);
   // The key tile's operands, packed once for every query tile of every head of the group.
-  tiles.panels.resize(backward_panel_elements(p, nk));
-  T* const k_t = tiles.panels.data();                       // K_jᵀ: B of S
-  T* const v_t = k_t + packed_b_elements<T>(p.d_k, nk);     // V_jᵀ: B of dP̃
-  T* const k_n = v_t + packed_b_elements<T>(p.d_v, nk);     // K_j: B of dQ
-  T* const rows_b = k_n + packed_b_elements<T>(nk, p.d_k);  // dO or Q: B of dV or dK
+  T* const k_t = tiles.panels(backward_panel_elements(p, nk));  // K_jᵀ: B of S
+  T* const v_t = k_t + packed_b_elements<T>(p.d_k, nk);         // V_jᵀ: B of dP̃
+  T* const k_n = v_t + packed_b_elements<T>(p.d_v, nk);         // K_j: B of dQ
+  T* const rows_b = k_n + packed_b_elements<T>(nk, p.d_k);      // dO or Q: B of dV or dK
   pack_b_panels<true>(p.d_k, nk, k, p.k_row, k_t);
   pack_b_panels<true>(p.d_v, nk, v, p.v_row, v_t);
   pack_b_panels<false>(nk, p.d_k, k, p.k_row, k_n);
@@ -339,8 +343,9 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   // Slivers no mask touches take the fused S/P and dP/dS register tiles (the masks other than
   // causal and dropout apply per element; the causal mask only to slivers that cross the
   // diagonal; wide heads do not fit a packed sliver).
+  const bool narrow = p.d_k <= ld && p.d_v <= ld;
   const bool fusable = p.additive == nullptr && p.key_ignore == nullptr && p.ignore == nullptr &&
-                       !drop.active() && p.d_k <= ld && p.d_v <= ld;
+                       !drop.active() && narrow;
   for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
     const T* lse = bp.lse + (b * p.heads + h) * p.seq_q;
     const T* dd = row_dots + (b * p.heads + h) * p.seq_q;
@@ -377,18 +382,25 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         T* keeps = keep != nullptr ? keep + r0 * ld : nullptr;
         const bool crosses = crosses_diagonal(p.causal, i0 + r0, j0, ns);
         const auto fused_sliver = sliver_probabilities_and_gradient_for<T>(rows);
+        // The sliver's Q and dO rows, copied with the packed stride where they fit, so that
+        // the products read them in place (and no thread needs gemm's packing buffers).
+        const T* q_s = q + r0 * p.q_row;
+        const T* do_s = d_o + r0 * p.o_row;
+        std::size_t q_ld = p.q_row, o_ld = p.o_row;
+        if (narrow) {
+          pack_a_sliver(rows, p.d_k, q_s, q_ld, tiles.q_sliver());
+          pack_a_sliver(rows, p.d_v, do_s, o_ld, tiles.do_sliver());
+          q_s = tiles.q_sliver(), do_s = tiles.do_sliver(), q_ld = o_ld = ld;
+        }
         if (fusable && fused_sliver != nullptr && !crosses && ns > 0 &&
             std::none_of(lse + i0 + r0, lse + i0 + r0 + rows,
                          [](T l) { return l == -std::numeric_limits<T>::infinity(); })) {
-          pack_a_sliver(rows, p.d_k, q + r0 * p.q_row, p.q_row, tiles.q_sliver());
-          pack_a_sliver(rows, p.d_v, d_o + r0 * p.o_row, p.o_row, tiles.do_sliver());
-          fused_sliver(ns, p.d_k, p.d_v, p.scale, tiles.q_sliver(), k_t, tiles.do_sliver(), v_t,
-                       lse + i0 + r0, dd + i0 + r0, ps, dss, ld);  // P and dS
+          fused_sliver(ns, p.d_k, p.d_v, p.scale, q_s, k_t, do_s, v_t, lse + i0 + r0, dd + i0 + r0,
+                       ps, dss, ld);  // P and dS
         } else {
-          gemm_packed_b<T>(rows, ns, p.d_k, p.scale, q + r0 * p.q_row, p.q_row, k_t, p.d_k, ps, ld,
-                           false);                                          // S
-          tile_probabilities(p, b, h, i0 + r0, rows, j0, ns, lse, ps, ld);  // P
-          gemm_packed_b<T>(rows, ns, p.d_v, T(1), d_o + r0 * p.o_row, p.o_row, v_t, p.d_v, dss, ld,
+          gemm_packed_b<T>(rows, ns, p.d_k, p.scale, q_s, q_ld, k_t, p.d_k, ps, ld, false);  // S
+          tile_probabilities(p, b, h, i0 + r0, rows, j0, ns, lse, ps, ld);                   // P
+          gemm_packed_b<T>(rows, ns, p.d_v, T(1), do_s, o_ld, v_t, p.d_v, dss, ld,
                            false);  // dP̃ = dO Vᵀ
           if (keeps != nullptr)
             for (std::size_t r = 0; r < rows; ++r)
@@ -425,7 +437,9 @@ inline bool backward_by_pairs(std::size_t pairs, std::size_t threads) noexcept {
 
 /// Bytes flash_attention_backward(bp) allocates beyond its outputs with `threads` threads:
 /// D, the partial dQ of tasks 1 .. T − 1 (none when each (batch item, K/V head) pair is a
-/// task), and the per-thread tiles (kept for reuse).
+/// task), and the per-thread tiles (kept for reuse; a thread that runs no item makes none),
+/// with gemm's packing buffers where a head is wider than gemm_tile::kc. Exact for the first
+/// call on one thread (tests/runtime/kernel/backward_memory.cpp).
 template <class T>
 std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& bp,
                                            std::size_t threads) noexcept {
@@ -436,8 +450,13 @@ std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& 
                                 ? 1
                                 : std::max<std::size_t>(1, std::min(threads, columns));
   const std::size_t rows = p.batch * p.heads * p.seq_q;
-  const std::size_t per_thread = detail::backward_tiles<T>::elements +
-                                 detail::backward_panel_elements(p, std::min(bk, p.seq_kv));
+  // Heads wider than gemm_tile::kc have their Q and dO slivers packed by gemm_packed_b, in
+  // gemm's packing buffers (kept per thread, and shared with every other gemm call).
+  const bool wide = std::max(p.d_k, p.d_v) > detail::gemm_tile<T>::kc;
+  const std::size_t per_thread =
+      detail::backward_tiles<T>::elements +
+      detail::backward_panel_elements(p, std::min(bk, p.seq_kv)) +
+      (wide ? detail::gemm_buffers<T>::a_size + detail::gemm_buffers<T>::b_size : 0);
   return (rows + (tasks - 1) * rows * p.d_k + threads * per_thread) * sizeof(T);
 }
 

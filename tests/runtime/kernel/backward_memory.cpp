@@ -1,0 +1,229 @@
+// labels: memory
+// What kernel::flash_attention_backward allocates, against flash_attention_backward_bytes:
+// the figure the benchmarks report as the fused backward's bytes materialised and that
+// docs/explanation/training.md quotes. Global operator new is replaced here to count on every
+// thread. Each case runs its first call on a fresh thread, whose per-thread tiles (and gemm's
+// packing buffers, where it needs them) are then allocated during that call: on one thread
+// the count is exact; on two, a worker that takes no item allocates no tiles, so the count
+// lies between the bound less one thread's share and the bound.
+#define BOOST_TEST_MODULE kernel_backward_memory
+#include "argus/kernel/flash_attention.hpp"
+#include "argus/kernel/flash_attention_backward.hpp"
+#include "argus/kernel/parallel.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+// ---- counting operator new / delete -------------------------------------------------------
+
+namespace {
+
+std::atomic<bool> counting{false};
+std::atomic<std::size_t> counted_bytes{0};
+
+void* counted_alloc(std::size_t size, std::size_t alignment) {
+  if (counting.load(std::memory_order_relaxed))
+    counted_bytes.fetch_add(size, std::memory_order_relaxed);
+  if (size == 0) size = 1;
+  if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
+  void* p = nullptr;
+  return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
+}
+
+void* counted_alloc_or_throw(std::size_t size, std::size_t alignment) {
+  void* p = counted_alloc(size, alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) { return counted_alloc_or_throw(n, 0); }
+void* operator new[](std::size_t n) { return counted_alloc_or_throw(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+// GCC (-Wmismatched-new-delete) sees free() meet a pointer from operator new once both
+// are inlined; they are a matched pair here, by construction.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace {
+
+using argus::kernel::attention_backward_problem;
+using argus::kernel::attention_problem;
+
+struct config {
+  std::size_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_kv = 1, d_k = 16, d_v = 16;
+  bool causal = false;
+  bool padding = false;  // a key_ignore mask: every fifth key
+  std::size_t threads = 1;
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << "B=" << batch << " h=" << heads << "/" << kv_heads << " n_q=" << seq_q
+      << " n_kv=" << seq_kv << " d_k=" << d_k << " d_v=" << d_v << (causal ? " causal" : "")
+      << (padding ? " padding" : "") << " threads=" << threads;
+    return s.str();
+  }
+};
+
+/// A problem's operands, its forward run (for O and the log-sum-exp) and its gradients.
+template <class T>
+struct case_data {
+  config c;
+  std::vector<T> q, k, v, o, lse, d_o, d_q, d_k, d_v;
+  std::vector<std::uint8_t> pad;
+  attention_backward_problem<T> bp{};
+
+  explicit case_data(const config& cfg) : c(cfg) {
+    std::mt19937 g(7);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    auto fill = [&](std::vector<T>& x, std::size_t n) {
+      x.resize(n);
+      for (auto& e : x) e = static_cast<T>(u(g));
+    };
+    fill(q, c.batch * c.heads * c.seq_q * c.d_k);
+    fill(k, c.batch * c.kv_heads * c.seq_kv * c.d_k);
+    fill(v, c.batch * c.kv_heads * c.seq_kv * c.d_v);
+    fill(d_o, c.batch * c.heads * c.seq_q * c.d_v);
+    o.assign(d_o.size(), T(0)), lse.assign(c.batch * c.heads * c.seq_q, T(0));
+    d_q.assign(q.size(), T(0)), d_k.assign(k.size(), T(0)), d_v.assign(v.size(), T(0));
+    if (c.padding) {
+      pad.assign(c.batch * c.seq_kv, 0);
+      for (std::size_t j = 0; j < pad.size(); j += 5) pad[j] = 1;
+    }
+    attention_problem<T>& p = bp.f;
+    p.batch = c.batch, p.heads = c.heads, p.kv_heads = c.kv_heads;
+    p.seq_q = c.seq_q, p.seq_kv = c.seq_kv, p.d_k = c.d_k, p.d_v = c.d_v;
+    p.q = q.data(), p.q_batch = c.heads * c.seq_q * c.d_k, p.q_head = c.seq_q * c.d_k;
+    p.q_row = c.d_k;
+    p.k = k.data(), p.k_batch = c.kv_heads * c.seq_kv * c.d_k, p.k_head = c.seq_kv * c.d_k;
+    p.k_row = c.d_k;
+    p.v = v.data(), p.v_batch = c.kv_heads * c.seq_kv * c.d_v, p.v_head = c.seq_kv * c.d_v;
+    p.v_row = c.d_v;
+    p.o = o.data(), p.o_batch = c.heads * c.seq_q * c.d_v, p.o_head = c.seq_q * c.d_v;
+    p.o_row = c.d_v;
+    p.lse = lse.data(), p.lse_batch = c.heads * c.seq_q, p.lse_head = c.seq_q;
+    p.scale = static_cast<T>(1.0 / std::sqrt(double(c.d_k)));
+    p.causal = c.causal;
+    if (c.padding) p.key_ignore = pad.data(), p.key_ignore_batch = c.seq_kv;
+    argus::kernel::flash_attention(p);
+    bp.lse = lse.data(), bp.d_o = d_o.data();
+    bp.d_q = d_q.data(), bp.d_k = d_k.data(), bp.d_v = d_v.data();
+  }
+};
+
+struct thread_count_guard {
+  ~thread_count_guard() { argus::set_num_threads(0); }
+};
+
+/// Bytes every thread allocated during one flash_attention_backward(bp), called from a
+/// thread that has never run a kernel.
+template <class T>
+std::size_t bytes_of_a_first_call(const attention_backward_problem<T>& bp) {
+  std::size_t bytes = 0;
+  std::thread fresh([&] {
+    counted_bytes = 0;
+    counting = true;
+    argus::kernel::flash_attention_backward(bp);
+    counting = false;
+    bytes = counted_bytes.load();
+  });
+  fresh.join();
+  return bytes;
+}
+
+/// One thread's share of flash_attention_backward_bytes: on one thread the figure is D
+/// (a value per query row) and that thread's tiles.
+template <class T>
+std::size_t one_threads_tiles(const attention_backward_problem<T>& bp) {
+  const attention_problem<T>& p = bp.f;
+  return argus::kernel::flash_attention_backward_bytes(bp, 1) -
+         p.batch * p.heads * p.seq_q * sizeof(T);
+}
+
+template <class T>
+void check(const config& c) {
+  BOOST_TEST_CONTEXT(c.describe() << (sizeof(T) == 4 ? " float" : " double")) {
+    thread_count_guard guard;
+    argus::set_num_threads(c.threads);
+    case_data<T> data(c);  // runs the forward: the dispatcher has chosen its kernels
+    const std::size_t bound = argus::kernel::flash_attention_backward_bytes(data.bp, c.threads);
+    const std::size_t got = bytes_of_a_first_call(data.bp);
+    if (c.threads == 1) {
+      BOOST_TEST(got == bound);
+    } else {
+      BOOST_TEST(got <= bound);
+      BOOST_TEST(got >= bound - one_threads_tiles(data.bp));
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_thread_allocates_what_the_bytes_function_says) {
+  const config cases[] = {
+      {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 100, .seq_kv = 300},  // fused slivers
+      {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 100, .seq_kv = 300, .padding = true},
+      {.batch = 1, .heads = 2, .kv_heads = 1, .seq_q = 150, .seq_kv = 150, .causal = true},
+      {.batch = 1, .heads = 2, .kv_heads = 2, .seq_q = 9, .seq_kv = 40, .d_k = 64, .d_v = 32},
+      // Heads wider than gemm_tile::kc: the slivers go through gemm's packing buffers.
+      {.seq_q = 20, .seq_kv = 30, .d_k = 300, .d_v = 260},
+      {.seq_q = 20, .seq_kv = 30, .d_k = 8, .d_v = 270, .padding = true},
+  };
+  for (const config& c : cases) {
+    check<float>(c);
+    check<double>(c);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(two_threads_allocate_within_the_bytes_function) {
+  // One (batch item, K/V head) pair for two threads: the key-tile columns are dealt to two
+  // tasks, and the second adds into a partial dQ. Then enough pairs for one task each.
+  const config cases[] = {
+      {.heads = 2, .kv_heads = 1, .seq_q = 70, .seq_kv = 600, .threads = 2},
+      {.batch = 2,
+       .heads = 2,
+       .kv_heads = 2,
+       .seq_q = 70,
+       .seq_kv = 300,
+       .padding = true,
+       .threads = 2},
+  };
+  for (const config& c : cases) {
+    check<float>(c);
+    check<double>(c);
+  }
+}
