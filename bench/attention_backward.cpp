@@ -19,6 +19,10 @@
 // unfused kernel's three (n_q × n_kv) buffers per thread, or Eigen's two.
 // BM_forward_backward times the forward (with the log-sum-exp) and the backward together,
 // n 1024 and 4096, 1 thread: flops 3.5 × core_flops (2 forward products, 5 backward).
+// BM_train_step times one training step of multi_head_attention<512, 8> (forward_for_training
+// + backward, every gradient), self-attention, batch 1, n 1024 and 4096, 1 thread, under the
+// fused and the unfused policy: flops 3.5 × core_flops + 24 · n · d_model² (12 products of the
+// projections: 4 forward, 4 weight gradients, 4 input gradients).
 // BM_train_memory: one training step of multi_head_attention<512, 8> (forward_for_training
 // + backward, fused, self-attention, batch 1, n 16384, 2 threads, one iteration) against the
 // ideal: input x, weights and biases, output, and the gradients (x_q, x_k, x_v and every
@@ -152,25 +156,60 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   }
 }
 
+/// The layer of BM_train_memory and BM_train_step, self-attention, batch 1: its weights and
+/// its x and dout (B,SEQ,D_MODEL), random.
+struct training_layer {
+  static constexpr std::size_t d_model = 512;
+  using mha = argus::multi_head_attention<d_model, 8>;
+  using activation =
+      argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<d_model>>>;
+  mha m;
+  activation x, dout;
+  explicit training_layer(std::size_t n) : x(1, n), dout(1, n) {
+    const float s = 1.0f / std::sqrt(float(d_model));
+    argus::bench::fill_random(m.w_q.data(), m.w_q.size(), 11, s);
+    argus::bench::fill_random(m.w_k.data(), m.w_k.size(), 12, s);
+    argus::bench::fill_random(m.w_v.data(), m.w_v.size(), 13, s);
+    argus::bench::fill_random(m.w_o.data(), m.w_o.size(), 14, s);
+    argus::bench::fill_random(x.data(), x.size(), 1, 1.0f);
+    argus::bench::fill_random(dout.data(), dout.size(), 2, 1.0f);
+  }
+};
+
+/// BM_train_step: see the header comment.
+void train_step_row(benchmark::State& state, evaluator ev, const row_args& a) {
+  using namespace argus;
+  constexpr std::size_t d = training_layer::d_model;
+  const std::size_t n = a.seq_q(state);
+  const int threads = a.thread_count(state);
+  bench::start_row(threads);
+  training_layer layer(n);
+  // The core: 2 forward and 5 backward products. The projections: 4 forward products
+  // (n × d × d each) and 8 backward ones (each weight's gradient and each input's).
+  const double flops = 3.5 * bench::core_flops(1, 8, n, n, 64, 64, false) +
+                       12.0 * 2.0 * double(n) * double(d) * double(d);
+  auto step = [&](const auto& policy) {
+    auto tape = forward_for_training(layer.m, policy, layer.x);
+    const auto g = backward(tape, layer.dout, policy);
+    benchmark::DoNotOptimize(g.w_q.data());
+  };
+  if (ev == evaluator::fused)
+    bench::timed_loop(state, threads, flops, 0.0, [&] { step(fused); });
+  else
+    bench::timed_loop(state, threads, flops, 0.0, [&] { step(unfused); });
+}
+
 /// BM_train_memory: see the header comment.
 void train_memory_row(benchmark::State& state, evaluator, const row_args& a) {
   using namespace argus;
-  constexpr std::size_t d_model = 512;
   const std::size_t n = a.seq_q(state);
   const int threads = a.thread_count(state);
   bench::start_row(threads);
   const double before = bench::rss_current_mib();
-  using mha = multi_head_attention<d_model, 8>;
-  mha m;
-  const float s = 1.0f / std::sqrt(float(d_model));
-  bench::fill_random(m.w_q.data(), m.w_q.size(), 11, s);
-  bench::fill_random(m.w_k.data(), m.w_k.size(), 12, s);
-  bench::fill_random(m.w_v.data(), m.w_v.size(), 13, s);
-  bench::fill_random(m.w_o.data(), m.w_o.size(), 14, s);
-  using activation = tensor<float, shape<batch<>, seq<>, model<d_model>>>;
-  activation x(1, n), dout(1, n);  // (B,SEQ,D_MODEL)
-  bench::fill_random(x.data(), x.size(), 1, 1.0f);
-  bench::fill_random(dout.data(), dout.size(), 2, 1.0f);
+  training_layer layer(n);
+  const auto& m = layer.m;
+  const auto& x = layer.x;
+  const auto& dout = layer.dout;
   const double flops = 3.5 * bench::core_flops(1, 8, n, n, 64, 64, false);  // the core only
   double grads = 0;
   bench::timed_loop(state, threads, flops, 0.0, [&] {
@@ -211,7 +250,8 @@ std::vector<std::vector<std::int64_t>> dropout_rows() {
 const bool registered = [] {
   using argus::bench::add_rows;
   const std::vector<evaluator> evs{evaluator::fused, evaluator::unfused, evaluator::eigen};
-  const std::vector<evaluator> argus_only{evaluator::fused, evaluator::unfused};  // dropout
+  const std::vector<evaluator> argus_only{evaluator::fused,
+                                          evaluator::unfused};  // dropout, training
   argus::bench::add_peak_rows();
   add_rows("BM_backward", backward_row<false>, {"n", "h", "threads"}, rows({512, 1024, 2048, 4096}),
            evs);
@@ -222,6 +262,8 @@ const bool registered = [] {
            evs);
   add_rows("BM_forward_backward", backward_row<false, pass::both>, {"n", "h", "threads"},
            {{1024, 8, 1}, {4096, 8, 1}}, evs);
+  add_rows("BM_train_step", train_step_row, {"n", "h", "threads"}, {{1024, 8, 1}, {4096, 8, 1}},
+           argus_only);
   benchmark::RegisterBenchmark(
       "BM_train_memory/fused",
       [](benchmark::State& s) {

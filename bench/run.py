@@ -137,7 +137,8 @@ def backward_report(backward, train_memory):
     out = []
     if not table:
         return out
-    grad = {k: v for k, v in table.items() if k[0] in ("BM_backward", "BM_backward_causal", "BM_forward_backward")}
+    grad = {k: v for k, v in table.items()
+            if k[0] in ("BM_backward", "BM_backward_causal", "BM_forward_backward", "BM_train_step")}
     for other in ("unfused", "eigen"):
         t = ratio_table(grad, other)
         if len(t) > 2:
