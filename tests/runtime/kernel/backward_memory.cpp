@@ -188,6 +188,8 @@ void check(const config& c) {
     thread_count_guard guard;
     argus::set_num_threads(c.threads);
     case_data<T> data(c);  // runs the forward: the dispatcher has chosen its kernels
+    // The pool's workers exist before counting (starting one allocates).
+    argus::kernel::parallel_for(c.threads, [](std::size_t, std::size_t) {});
     const std::size_t bound = argus::kernel::flash_attention_backward_bytes(data.bp, c.threads);
     const std::size_t got = bytes_of_a_first_call(data.bp);
     if (c.threads == 1) {
