@@ -9,6 +9,7 @@
 // their count is bounded over many calls instead, since which worker first takes a task
 // is up to the scheduler.
 #define BOOST_TEST_MODULE eval_allocations
+#include "../../support/counting_operator_new.hpp"
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 
@@ -33,64 +34,16 @@ thread_local std::size_t here_bytes = 0;      // and their sizes
 std::atomic<bool> counting_elsewhere{false};  // other threads, while the test measures
 std::atomic<std::size_t> elsewhere_count{0};
 
-void* counted_alloc(std::size_t size, std::size_t alignment) {
+}  // namespace
+
+void argus::test::on_allocation(std::size_t bytes) noexcept {
   if (counting_here) {
     ++here_count;
-    here_bytes += size;
+    here_bytes += bytes;
   } else if (!test_thread && counting_elsewhere.load(std::memory_order_relaxed)) {
     elsewhere_count.fetch_add(1, std::memory_order_relaxed);
   }
-  if (size == 0) size = 1;
-  if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
-  void* p = nullptr;
-  return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
 }
-
-void* counted_alloc_or_throw(std::size_t size, std::size_t alignment) {
-  void* p = counted_alloc(size, alignment);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc_or_throw(n, 0); }
-void* operator new[](std::size_t n) { return counted_alloc_or_throw(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-// GCC (-Wmismatched-new-delete) sees free() meet a pointer from operator new once both
-// are inlined; here they are a matched pair: posix_memalign and free.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 // ---- the module and its inputs ------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 // the count is exact; on two, a worker that takes no item allocates no tiles, so the count
 // lies between the bound less one thread's share and the bound.
 #define BOOST_TEST_MODULE kernel_backward_memory
+#include "../../support/counting_operator_new.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/flash_attention_backward.hpp"
 #include "argus/kernel/parallel.hpp"
@@ -32,60 +33,12 @@ namespace {
 std::atomic<bool> counting{false};
 std::atomic<std::size_t> counted_bytes{0};
 
-void* counted_alloc(std::size_t size, std::size_t alignment) {
-  if (counting.load(std::memory_order_relaxed))
-    counted_bytes.fetch_add(size, std::memory_order_relaxed);
-  if (size == 0) size = 1;
-  if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
-  void* p = nullptr;
-  return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
-}
-
-void* counted_alloc_or_throw(std::size_t size, std::size_t alignment) {
-  void* p = counted_alloc(size, alignment);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
 }  // namespace
 
-void* operator new(std::size_t n) { return counted_alloc_or_throw(n, 0); }
-void* operator new[](std::size_t n) { return counted_alloc_or_throw(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
+void argus::test::on_allocation(std::size_t bytes) noexcept {
+  if (counting.load(std::memory_order_relaxed))
+    counted_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return counted_alloc_or_throw(n, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-// GCC (-Wmismatched-new-delete) sees free() meet a pointer from operator new once both
-// are inlined; here they are a matched pair: posix_memalign and free.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 namespace {
 
