@@ -279,7 +279,9 @@ auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignor
   using T = typename P::value_type;
   auto p = contiguous(ev(e.weights));
   auto v = contiguous(ev(e.v));
-  auto r = allocate<T>(e.shape());
+  // Into evaluate's output where it is the root and shares no byte with P or V; not with a
+  // mask chain, whose masks `ignores` reads while the products write.
+  auto r = ignores == nullptr ? allocate_result<T>(e, ev, p.view, v.view) : allocate<T>(e.shape());
   const std::size_t batch = p.view.extent(0), heads = p.view.extent(1), sq = p.view.extent(2);
   const std::size_t skv = p.view.extent(3), kvh = v.view.extent(1), dv = v.view.extent(3);
   const std::size_t group = heads / kvh;
@@ -329,14 +331,33 @@ auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
   return weighted_sum(e, ev, static_cast<const none*>(nullptr));
 }
 
+/// Whether a chain of scores is masked (a masked_node), rather than bare scores.
+template <class S>
+struct is_masked_node : std::false_type {};
+template <class E, class M>
+struct is_masked_node<masked_node<E, M>> : std::true_type {};
+
+/// Whether the unfused step of attend(P, V) writes the root's result into evaluate's output
+/// (allocate_result): not when P is the softmax of a mask chain, whose masks it reads while
+/// it writes.
+template <class P>
+struct attend_writes_into_out : std::true_type {};
+template <class S>
+struct attend_writes_into_out<softmax_node<S>> : std::bool_constant<!is_masked_node<S>::value> {};
+
 /// attend(softmax(mask*(s)), v): keys the masks ignore contribute nothing.
 template <class S, class V, class Ev>
 auto unfused_step(const attend_node<softmax_node<S>, V>& e, const Ev& ev) {
-  const auto& chain = e.weights.scores;
-  const auto ignores = [&chain](std::size_t b, std::size_t i, std::size_t j) {
-    return chain_ignores<true>(chain, b, i, j);
-  };
-  return weighted_sum(e, ev, &ignores);
+  if constexpr (is_masked_node<S>::value) {
+    const auto& chain = e.weights.scores;
+    const auto ignores = [&chain](std::size_t b, std::size_t i, std::size_t j) {
+      return chain_ignores<true>(chain, b, i, j);
+    };
+    return weighted_sum(e, ev, &ignores);
+  } else {  // no mask: nothing is ignored
+    using none = bool (*)(std::size_t, std::size_t, std::size_t);
+    return weighted_sum(e, ev, static_cast<const none*>(nullptr));
+  }
 }
 
 }  // namespace argus::detail

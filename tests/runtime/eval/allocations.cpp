@@ -165,3 +165,36 @@ BOOST_AUTO_TEST_CASE(fused_forward_into_a_callers_tensor_allocates_its_four_inte
                        << " times over " << 3 * calls << " calls");
   }
 }
+
+BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
+  // The unfused core without masks writes its weighted sum into out, with a mask chain it
+  // allocates it and copies: either way, the bytes a call allocates on the calling thread
+  // are the plan's materialised_bytes_into_out(), for both policies, and less than 1 KiB of
+  // bookkeeping (the masked weighted sum's list of non-finite V rows per (b, g)). The output
+  // is 5 KiB: a step that stopped writing into out would fail this.
+  thread_count_guard guard;
+  test_thread = true;
+  set_num_threads(1);
+  using heads = tensor<float, shape<batch<>, head<2>, seq<>, head_dim<8>>>;  // (B,2,SEQ,8)
+  heads q(2, 40), k(2, 40), v(2, 40), out(2, 40);
+  randomize(q), randomize(k), randomize(v);
+  const heads &cq = q, &ck = k, &cv = v;
+  const auto plain = attend(softmax(scores(cq, ck)), cv);
+  const auto masked = attend(softmax(mask(scores(cq, ck), causal)), cv);
+  auto check = [&](const auto& e, const auto& policy, const char* what) {
+    BOOST_TEST_CONTEXT(what) {
+      evaluate(e, policy, out);  // warm: per-thread scratch
+      here_count = here_bytes = 0;
+      counting_here = true;
+      evaluate(e, policy, out);
+      counting_here = false;
+      const std::size_t planned = explain(e, policy).materialised_bytes_into_out();
+      BOOST_TEST(here_bytes >= planned);
+      BOOST_TEST(here_bytes < planned + 1024);
+    }
+  };
+  check(plain, unfused, "unfused, no mask");
+  check(masked, unfused, "unfused, causal");
+  check(plain, fused, "fused, no mask");
+  check(masked, fused, "fused, causal");
+}

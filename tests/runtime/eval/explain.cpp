@@ -58,6 +58,16 @@ BOOST_AUTO_TEST_CASE(a_chain_the_loop_nest_does_not_take_is_explained_as_unfused
   BOOST_TEST(f.materialised_bytes_into_out() == f.materialised_bytes());
 }
 
+BOOST_AUTO_TEST_CASE(the_unfused_weighted_sum_of_an_unmasked_core_writes_into_out) {
+  tensor<float, shape<batch<1>, head<2>, seq<>, head_dim<8>>> q(10), k(10), v(10);  // (1,2,SEQ,8)
+  const plan u = explain(attend(softmax(scores(q, k)), v), unfused);
+  const std::size_t out_bytes = 2 * 10 * 8 * sizeof(float);
+  BOOST_TEST(u.steps.front().into_out);
+  BOOST_TEST(u.materialised_bytes_into_out() == u.materialised_bytes() - out_bytes);
+  BOOST_TEST(u.to_string().find("(written straight into out by evaluate(e, p, out))") !=
+             std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(the_plan_names_the_instruction_set_the_kernels_run) {
   tensor<float, shape<batch<1>, head<2>, seq<>, head_dim<8>>> q(10), k(10), v(10);  // (1,2,SEQ,8)
   const auto y = attend(softmax(scores(q, k)), v);

@@ -180,6 +180,15 @@ BOOST_AUTO_TEST_CASE(evaluating_into_an_operand_gives_the_fresh_result) {
         out = copy;
         evaluate(core, unfused, out);
         BOOST_TEST(max_rel_diff(out, fresh_unfused) == 0.0);
+        // No mask: the unfused weighted sum writes into out unless out is V.
+        out = copy;
+        const auto plain = attend(softmax(scores(cq, ck)), cv);
+        const auto plain_fused = evaluate(plain, fused), plain_unfused = evaluate(plain, unfused);
+        evaluate(plain, fused, out);
+        BOOST_TEST(max_rel_diff(out, plain_fused) == 0.0);
+        out = copy;
+        evaluate(plain, unfused, out);
+        BOOST_TEST(max_rel_diff(out, plain_unfused) == 0.0);
       }
     }
     // x is q, k and v of every head (strided views) and the output of the merged loop nest;
