@@ -250,8 +250,8 @@ std::vector<std::vector<std::int64_t>> dropout_rows() {
 const bool registered = [] {
   using argus::bench::add_rows;
   const std::vector<evaluator> evs{evaluator::fused, evaluator::unfused, evaluator::eigen};
-  const std::vector<evaluator> argus_only{evaluator::fused,
-                                          evaluator::unfused};  // dropout, training
+  // Dropout and the training step: argus's evaluators only.
+  const std::vector<evaluator> argus_only{evaluator::fused, evaluator::unfused};
   argus::bench::add_peak_rows();
   add_rows("BM_backward", backward_row<false>, {"n", "h", "threads"}, rows({512, 1024, 2048, 4096}),
            evs);
