@@ -4,8 +4,10 @@
 // docs/explanation/training.md quotes. Global operator new is replaced here to count on every
 // thread. Each case runs its first call on a fresh thread, whose per-thread tiles (and gemm's
 // packing buffers, where it needs them) are then allocated during that call: on one thread
-// the count is exact; on two, a worker that takes no item allocates no tiles, so the count
-// lies between the bound less one thread's share and the bound.
+// the count is exact; on two, the pool's worker keeps the tiles of an earlier case, and
+// either thread may take no item (the calling thread took none in about a third of the runs
+// beside another process), so the count lies between the bound less every thread's tiles
+// (what remains: D and the partial dQ, allocated by the calling thread) and the bound.
 #define BOOST_TEST_MODULE kernel_backward_memory
 #include "../../support/counting_operator_new.hpp"
 #include "argus/kernel/flash_attention.hpp"
@@ -149,7 +151,7 @@ void check(const config& c) {
       BOOST_TEST(got == bound);
     } else {
       BOOST_TEST(got <= bound);
-      BOOST_TEST(got >= bound - one_threads_tiles(data.bp));
+      BOOST_TEST(got >= bound - c.threads * one_threads_tiles(data.bp));
     }
   }
 }
