@@ -7,7 +7,10 @@
 //             (seq_q × seq_kv) buffer
 //   unfused   kernel::attention_backward_unfused: S, P, dP materialised per head, kernel::gemm
 //   eigen     the same steps written with Eigen 3.4 (eigen_attention_backward.hpp)
-// Rows: BM_backward n 512 ... 4096 (h 8), BM_backward_causal n 1024 and 4096, threads 1 and 2.
+// Rows: BM_backward n 512 ... 4096 (h 8), BM_backward_causal n 1024 and 4096, threads 1 and 2;
+// BM_backward_padded n 1024 and 4096, 1 thread, fused and unfused: the last eighth of the keys
+// padded (kernel::attention_problem::key_ignore), flops counted as without the mask (every
+// product is still formed).
 // Dropout on the attention weights (kernel/dropout.hpp), rate 0 and 0.1 side by side, n 1024
 // and 4096 on 1 thread: BM_dropout_forward times the forward (flash_attention or
 // attention_unfused), BM_dropout_backward the backward of a forward with that rate (flops as
@@ -37,6 +40,7 @@
 #include <argus/kernel/flash_attention.hpp>
 #include <argus/kernel/flash_attention_backward.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -49,8 +53,9 @@ using argus::bench::row_args;
 
 enum class pass { forward, backward, both };
 
-/// DropoutArg: the row's fourth argument is the dropout rate in percent.
-template <bool Causal, pass Timed = pass::backward, bool DropoutArg = false>
+/// DropoutArg: the row's fourth argument is the dropout rate in percent. Padded: the last
+/// eighth of the keys are padding.
+template <bool Causal, pass Timed = pass::backward, bool DropoutArg = false, bool Padded = false>
 void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   using namespace argus;
   constexpr std::size_t d = 64;
@@ -76,6 +81,11 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   p.scale = 1.0f / std::sqrt(float(d));
   p.causal = Causal;
   p.lse = lse.data(), p.lse_batch = h * n, p.lse_head = n;
+  std::vector<std::uint8_t> padding(n, 0);  // (N): 1 for a padded key
+  if constexpr (Padded) {
+    std::fill(padding.end() - std::ptrdiff_t(n / 8), padding.end(), std::uint8_t(1));
+    p.key_ignore = padding.data(), p.key_ignore_batch = n;
+  }
   if (DropoutArg && state.range(3) > 0)
     p.dropout_rate = float(state.range(3)) / 100.0f, p.dropout_seed = 99;
   if constexpr (Timed == pass::forward) {
@@ -260,6 +270,8 @@ const bool registered = [] {
            {evaluator::fused});
   add_rows("BM_backward_causal", backward_row<true>, {"n", "h", "threads"}, rows({1024, 4096}),
            evs);
+  add_rows("BM_backward_padded", backward_row<false, pass::backward, false, true>,
+           {"n", "h", "threads"}, {{1024, 8, 1}, {4096, 8, 1}}, argus_only);
   add_rows("BM_forward_backward", backward_row<false, pass::both>, {"n", "h", "threads"},
            {{1024, 8, 1}, {4096, 8, 1}}, evs);
   add_rows("BM_train_step", train_step_row, {"n", "h", "threads"}, {{1024, 8, 1}, {4096, 8, 1}},

@@ -135,6 +135,91 @@ void zero_rows(T* d, std::size_t rows, std::size_t cols, std::size_t ld) noexcep
   for (std::size_t r = 0; r < rows; ++r) std::fill(d + r * ld, d + r * ld + cols, T(0));
 }
 
+// What a pair that a mask ignores brings to the output and the gradients: nothing, whatever
+// the rows of Q, K, V and dO it joins hold (docs/reference/semantics.md, rules 6 and 9). Its
+// P is 0, but 0 · NaN is NaN, so a row that is not finite is kept out of the products where
+// it meets such pairs: zeroed in a copy, and added back, one product at a time, to the pairs
+// no mask ignores. Inputs that are all finite pay for a finiteness scan only.
+
+/// Whether p has a mask, so that some pair may be ignored.
+template <class T>
+bool has_masks(const attention_problem<T>& p) noexcept {
+  return p.causal || p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
+}
+
+/// f(r) for each row r < n of x (cols elements each, row stride ld) that holds a NaN or an
+/// infinity, in order.
+template <class T, class F>
+void for_each_non_finite_row(const T* x, std::size_t n, std::size_t cols, std::size_t ld, F f) {
+  for (std::size_t r = 0; r < n; ++r)
+    if (!all_finite(x + r * ld, cols)) f(r);
+}
+
+/// The rows r < n of x that hold a NaN or an infinity (for_each_non_finite_row).
+template <class T>
+std::vector<std::size_t> non_finite_rows(const T* x, std::size_t n, std::size_t cols,
+                                         std::size_t ld) {
+  std::vector<std::size_t> rows;
+  for_each_non_finite_row(x, n, cols, ld, [&](std::size_t r) { rows.push_back(r); });
+  return rows;
+}
+
+/// A (n × cols) row-major copy of x (row stride ld) with the listed rows zeroed.
+template <class T>
+std::vector<T> copy_without_rows(const T* x, std::size_t n, std::size_t cols, std::size_t ld,
+                                 const std::vector<std::size_t>& rows) {
+  std::vector<T> copy(n * cols);
+  for (std::size_t r = 0; r < n; ++r) std::copy(x + r * ld, x + r * ld + cols, &copy[r * cols]);
+  for (std::size_t r : rows) std::fill(&copy[r * cols], &copy[r * cols] + cols, T(0));
+  return copy;
+}
+
+/// Sets to 0 the elements of the (rows × n) tiles a and c (row stride ld; c may be null) whose
+/// pair (query i0 + r, key j0 + j) of head h, batch item b, a mask of p ignores.
+template <class T>
+void zero_ignored_pairs(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i0,
+                        std::size_t rows, std::size_t j0, std::size_t n, T* a, T* c,
+                        std::size_t ld) noexcept {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < n; ++j)
+      if (mask_ignores(p, b, h, i0 + r, j0 + j)) {
+        a[r * ld + j] = T(0);
+        if (c != nullptr) c[r * ld + j] = T(0);
+      }
+}
+
+/// Whether the (rows × n) tile at a (row stride ld) is all finite.
+template <class T>
+bool tile_all_finite(const T* a, std::size_t rows, std::size_t n, std::size_t ld) noexcept {
+  simd<T> seen = simd<T>::zero();
+  for (std::size_t r = 0; r < rows; ++r) seen = accumulate_non_finite(a + r * ld, n, seen);
+  return saw_only_finite(seen);
+}
+
+/// What a product over a copy of B with the `listed` rows zeroed left out, added back for the
+/// pairs no mask ignores. W is a (query × key) tile (row stride ldw) of queries i0.. and keys
+/// j0..; C has `rows` rows of `cols` elements (row stride ldc) and B's rows are `cols` wide
+/// (row stride ldb). C's rows are queries and B's rows keys (C += alpha · W B: O = P V,
+/// dQ = scale · dS K) or, when `c_by_key`, C's rows are keys and B's queries (C += alpha · Wᵀ B:
+/// dV = P̃ᵀ dO, dK = scale · dSᵀ Q).
+template <class T>
+void add_back_rows(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i0,
+                   std::size_t j0, bool c_by_key, std::size_t rows, std::size_t cols, T alpha,
+                   const T* w, std::size_t ldw, const T* bm, std::size_t ldb,
+                   const std::size_t* listed, std::size_t count, T* c, std::size_t ldc) noexcept {
+  for (std::size_t u = 0; u < count; ++u) {
+    const std::size_t kept = listed[u];
+    const T* brow = bm + kept * ldb;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t i = c_by_key ? kept : r, j = c_by_key ? r : kept;
+      if (mask_ignores(p, b, h, i0 + i, j0 + j)) continue;
+      const T x = alpha * w[i * ldw + j];
+      T* crow = c + r * ldc;
+      for (std::size_t e = 0; e < cols; ++e) crow[e] += x * brow[e];
+    }
+  }
+}
+
 }  // namespace detail
 
 /// The forward pass, unfused: S, P of one head at a time materialised; writes p.o and, when
@@ -170,8 +255,19 @@ void attention_unfused(const attention_problem<T>& p) {
     if (drop.active())
       for (std::size_t i = 0; i < p.seq_q; ++i)
         drop.apply(b, h, i, 0, p.seq_kv, s + i * p.seq_kv, 1);
-    gemm_nn<T>(p.seq_q, p.d_v, p.seq_kv, T(1), s, p.seq_kv, p.v + b * p.v_batch + g * p.v_head,
-               p.v_row, o, p.o_row);
+    const T* v = p.v + b * p.v_batch + g * p.v_head;
+    const std::vector<std::size_t> bad_v =
+        detail::has_masks(p) ? detail::non_finite_rows(v, p.seq_kv, p.d_v, p.v_row)
+                             : std::vector<std::size_t>{};
+    if (bad_v.empty()) {
+      gemm_nn<T>(p.seq_q, p.d_v, p.seq_kv, T(1), s, p.seq_kv, v, p.v_row, o, p.o_row);
+      return;
+    }
+    // V rows that are not finite reach only the queries no mask keeps from them (rule 6).
+    const std::vector<T> clean = detail::copy_without_rows(v, p.seq_kv, p.d_v, p.v_row, bad_v);
+    gemm_nn<T>(p.seq_q, p.d_v, p.seq_kv, T(1), s, p.seq_kv, clean.data(), p.d_v, o, p.o_row);
+    detail::add_back_rows(p, b, h, 0, 0, false, p.seq_q, p.d_v, T(1), s, p.seq_kv, v, p.v_row,
+                          bad_v.data(), bad_v.size(), o, p.o_row);
   });
 }
 
@@ -183,6 +279,10 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
   assert(p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && p.d_k >= 1);
   const std::size_t group = p.heads / p.kv_heads;
   const std::size_t sq = p.seq_q, skv = p.seq_kv;
+  // Under a mask, rows of K, Q and dO that are not finite are kept out of the products where
+  // they meet the pairs it ignores, and P, dP̃ and dS are zeroed at those pairs wherever a row
+  // of them is not finite (what a pair a mask ignores brings: nothing, rule 9).
+  const bool masked = detail::has_masks(p);
   parallel_for(p.batch * p.kv_heads, [&](std::size_t t, std::size_t) {
     const std::size_t b = t / p.kv_heads, g = t % p.kv_heads;
     const T* k = p.k + b * p.k_batch + g * p.k_head;
@@ -197,6 +297,10 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
     T* ds = s + sq * skv;     // (SEQ_Q,SEQ_KV) dP̃ = dO Vᵀ, then dS
     T* tr = ds + sq * skv;    // (SEQ_KV,SEQ_Q) P̃ᵀ, then dSᵀ
     T* keep = tr + sq * skv;  // [SEQ_KV] one row's dropout factors
+    const std::vector<std::size_t> bad_k =
+        masked ? detail::non_finite_rows(k, skv, p.d_k, p.k_row) : std::vector<std::size_t>{};
+    const std::vector<T> k_clean =
+        bad_k.empty() ? std::vector<T>{} : detail::copy_without_rows(k, skv, p.d_k, p.k_row, bad_k);
     for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
       const T* q = p.q + b * p.q_batch + h * p.q_head;
       const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head;
@@ -215,19 +319,45 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
           drop.factors(b, h, i, 0, skv, keep);
           for (std::size_t j = 0; j < skv; ++j) dr[j] *= keep[j];
         }
+        if (masked && !(all_finite(pr, skv) && all_finite(dr, skv)))
+          detail::zero_ignored_pairs(p, b, h, i, 1, 0, skv, pr, dr, skv);
         T d = T(0);
         for (std::size_t j = 0; j < skv; ++j) d += pr[j] * dr[j];
         for (std::size_t j = 0; j < skv; ++j) dr[j] = pr[j] * (dr[j] - d);  // dS
+        if (masked && !all_finite(dr, skv))  // D_i is not finite: P_ij = 0 does not cancel it
+          detail::zero_ignored_pairs(p, b, h, i, 1, 0, skv, dr, static_cast<T*>(nullptr), skv);
         if (drop.active())
           for (std::size_t j = 0; j < skv; ++j) pr[j] *= keep[j];  // P̃, for dV
       }
+      const std::vector<std::size_t> bad_o =
+          masked ? detail::non_finite_rows(d_o, sq, p.d_v, p.o_row) : std::vector<std::size_t>{};
+      const std::vector<std::size_t> bad_q =
+          masked ? detail::non_finite_rows(q, sq, p.d_k, p.q_row) : std::vector<std::size_t>{};
       detail::transpose_into(sq, skv, s, skv, tr, sq);
-      gemm_nn<T>(skv, p.d_v, sq, T(1), tr, sq, d_o, p.o_row, dv, p.v_row, nullptr,
-                 true);                                                       // dV += P̃ᵀ dO
-      gemm_nn<T>(sq, p.d_k, skv, p.scale, ds, skv, k, p.k_row, dq, p.q_row);  // dQ = scale dS K
+      if (bad_o.empty()) {
+        gemm_nn<T>(skv, p.d_v, sq, T(1), tr, sq, d_o, p.o_row, dv, p.v_row, nullptr,
+                   true);  // dV += P̃ᵀ dO
+      } else {
+        const std::vector<T> clean = detail::copy_without_rows(d_o, sq, p.d_v, p.o_row, bad_o);
+        gemm_nn<T>(skv, p.d_v, sq, T(1), tr, sq, clean.data(), p.d_v, dv, p.v_row, nullptr, true);
+        detail::add_back_rows(p, b, h, 0, 0, true, skv, p.d_v, T(1), s, skv, d_o, p.o_row,
+                              bad_o.data(), bad_o.size(), dv, p.v_row);
+      }
+      gemm_nn<T>(sq, p.d_k, skv, p.scale, ds, skv, bad_k.empty() ? k : k_clean.data(),
+                 bad_k.empty() ? p.k_row : p.d_k, dq, p.q_row);  // dQ = scale dS K
+      detail::add_back_rows(p, b, h, 0, 0, false, sq, p.d_k, p.scale, ds, skv, k, p.k_row,
+                            bad_k.data(), bad_k.size(), dq, p.q_row);
       detail::transpose_into(sq, skv, ds, skv, tr, sq);
-      gemm_nn<T>(skv, p.d_k, sq, p.scale, tr, sq, q, p.q_row, dk, p.k_row, nullptr,
-                 true);  // dK += scale dSᵀ Q
+      if (bad_q.empty()) {
+        gemm_nn<T>(skv, p.d_k, sq, p.scale, tr, sq, q, p.q_row, dk, p.k_row, nullptr,
+                   true);  // dK += scale dSᵀ Q
+      } else {
+        const std::vector<T> clean = detail::copy_without_rows(q, sq, p.d_k, p.q_row, bad_q);
+        gemm_nn<T>(skv, p.d_k, sq, p.scale, tr, sq, clean.data(), p.d_k, dk, p.k_row, nullptr,
+                   true);
+        detail::add_back_rows(p, b, h, 0, 0, true, skv, p.d_k, p.scale, ds, skv, q, p.q_row,
+                              bad_q.data(), bad_q.size(), dk, p.k_row);
+      }
     }
   });
 }

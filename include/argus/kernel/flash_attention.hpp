@@ -92,7 +92,8 @@ struct attention_problem {
   const T* additive = nullptr;
   std::size_t add_batch = 0, add_head = 0, add_row = 0;
   /// Optional output, for the backward pass: lse[b][h][i] = log Σ_j e^(logit_ij), the
-  /// per-row log-sum-exp of the masked logits (-inf for a row whose keys are all masked);
+  /// per-row log-sum-exp of the masked logits (-inf for a row whose keys are all masked, NaN
+  /// for a row that rule 3 of docs/reference/semantics.md makes NaN);
   /// unit stride along i. Null: not written.
   T* lse = nullptr;
   std::size_t lse_batch = 0, lse_head = 0;
@@ -537,7 +538,7 @@ void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s
     }
     if (p.lse != nullptr)
       p.lse[b * p.lse_batch + s.head[r] * p.lse_head + s.query[r]] =
-          s.l[r] > T(0) ? s.m[r] + std::log(s.l[r]) : -std::numeric_limits<T>::infinity();
+          s.l[r] == T(0) ? -std::numeric_limits<T>::infinity() : s.m[r] + std::log(s.l[r]);
   }
 }
 

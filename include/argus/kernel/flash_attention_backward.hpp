@@ -338,6 +338,16 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   pack_b_panels<true>(p.d_k, nk, k, p.k_row, k_t);
   pack_b_panels<true>(p.d_v, nk, v, p.v_row, v_t);
   pack_b_panels<false>(nk, p.d_k, k, p.k_row, k_n);
+  // Under a mask, the keys whose K row is not finite (attention_backward.hpp, before
+  // has_masks): zeroed in K_j for dQ, and added back to the pairs no mask ignores.
+  const bool masked = has_masks(p);
+  std::array<std::size_t, flash_backward_tiles::k_tile> bad_keys;
+  std::size_t bad_key_count = 0;
+  if (masked)
+    for_each_non_finite_row(k, nk, p.d_k, p.k_row, [&](std::size_t j) {
+      bad_keys[bad_key_count++] = j;
+      zero_packed_b_row(nk, p.d_k, j, k_n);
+    });
   // Under a causal mask, query i sees key j0 only if i >= j0: earlier query tiles are skipped.
   const std::size_t i_first = p.causal ? j0 / bq * bq : 0;
   // Slivers no mask touches take the fused S/P and dP/dS register tiles (the masks other than
@@ -371,6 +381,10 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       T* pp = tiles.p();
       T* ds = tiles.ds();
       T* keep = drop.active() ? tiles.keep() : nullptr;
+      // Rows of the tile whose Q or dO is not finite, in slivers a mask touches: zeroed in the
+      // packed dO and Q of dV's and dK's products, and added back to the pairs no mask ignores.
+      std::array<std::size_t, bq> bad_rows;
+      std::size_t bad_row_count = 0;
       // S, P, dP̃, dS and dQ's term one register sliver of rows at a time, while its rows of
       // P and dS are in L1 (slivers of nearly equal height, as gemm cuts them).
       const std::size_t slivers = (nq + mr - 1) / mr;
@@ -406,6 +420,15 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
             for (std::size_t r = 0; r < rows; ++r)
               drop.factors(b, h, i0 + r0 + r, j0, ns, keeps + r * ld);
           tile_score_gradient(rows, ns, ps, dss, ld, dd + i0 + r0, keeps);  // dS
+          if (crosses || p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr) {
+            // A pair a mask ignores has P = 0, but dS = 0 · (dP − D) is NaN where V, dO or D
+            // is not (and P itself where the row's lse is NaN): such pairs bring nothing.
+            if (!tile_all_finite(dss, rows, ns, ld))
+              zero_ignored_pairs(p, b, h, i0 + r0, rows, j0, ns, ps, dss, ld);
+            for (std::size_t r = 0; r < rows; ++r)
+              if (!all_finite(q_s + r * q_ld, p.d_k) || !all_finite(do_s + r * o_ld, p.d_v))
+                bad_rows[bad_row_count++] = r0 + r;
+          }
         }
         for (std::size_t r = 0; r < rows; ++r) {
           if (keeps != nullptr)  // P̃ = P ∘ keep, for dV
@@ -415,14 +438,29 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         }
         gemm_packed_b<T>(rows, p.d_k, ns, p.scale, dss, ld, k_n, nk, dq + r0 * dq_row, dq_row,
                          true);  // dQ += scale dS K (dS read in place)
+        if (bad_key_count != 0)  // the bad keys this sliver sees (they are in order)
+          add_back_rows(
+              p, b, h, i0 + r0, j0, false, rows, p.d_k, p.scale, dss, ld, k, p.k_row,
+              bad_keys.data(),
+              std::size_t(std::lower_bound(bad_keys.data(), bad_keys.data() + bad_key_count, ns) -
+                          bad_keys.data()),
+              dq + r0 * dq_row, dq_row);
         r0 += rows;
       }
       pack_b_panels<false>(nq, p.d_v, d_o, p.o_row, rows_b);
+      for (std::size_t u = 0; u < bad_row_count; ++u)
+        zero_packed_b_row(nq, p.d_v, bad_rows[u], rows_b);
       gemm_tn_tile<T>(nk_tile, p.d_v, nq, T(1), pp, rows_b, dv,
                       p.v_row);  // dV += P̃ᵀ dO
+      add_back_rows(p, b, h, i0, j0, true, nk_tile, p.d_v, T(1), pp, ld, d_o, p.o_row,
+                    bad_rows.data(), bad_row_count, dv, p.v_row);
       pack_b_panels<false>(nq, p.d_k, q, p.q_row, rows_b);
+      for (std::size_t u = 0; u < bad_row_count; ++u)
+        zero_packed_b_row(nq, p.d_k, bad_rows[u], rows_b);
       gemm_tn_tile<T>(nk_tile, p.d_k, nq, p.scale, ds, rows_b, dk,
                       p.k_row);  // dK += scale dSᵀ Q
+      add_back_rows(p, b, h, i0, j0, true, nk_tile, p.d_k, p.scale, ds, ld, q, p.q_row,
+                    bad_rows.data(), bad_row_count, dk, p.k_row);
     }
   }
 }

@@ -289,6 +289,14 @@ void pack_b_panels(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T*
   }
 }
 
+/// Zeroes step r of a (k x n) matrix packed by pack_b_panels(k, n, ...): B's row r.
+template <class T>
+void zero_packed_b_row(std::size_t k, std::size_t n, std::size_t r, T* panels) noexcept {
+  using tile = gemm_tile<T>;
+  for (std::size_t j = 0; j < n; j += tile::nr)
+    std::fill_n(panels + j * k + r * tile::nr, tile::nr, T(0));
+}
+
 /// C (m x n) = alpha A B (+ C if accumulate) for row-major A (row stride lda) and B the
 /// first k rows of a (depth x n') matrix packed by pack_b_panels(depth, n', ...) at `panels`
 /// (k <= depth, n <= n'; a product over fewer rows or columns than were packed reads those). The

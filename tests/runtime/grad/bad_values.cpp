@@ -1,0 +1,323 @@
+// Defined gradients for bad values (docs/reference/semantics.md, rule 9): a pair that a mask
+// ignores brings nothing to the output or to dQ, dK and dV, whatever the rows of Q, K, V and
+// dO it joins hold; every other pair enters in IEEE arithmetic. Random problems (GQA, d_v !=
+// d_k, lengths across several of the fused backward's query and key tiles, every mask kind)
+// with NaN and infinities placed in rows of Q, K, V and dO, most of them where masks ignore
+// them, through forward_for_training and backward with both policies on one and two threads,
+// against straight loops that follow the rules in the same double arithmetic: which elements
+// are finite must agree exactly, and the finite ones within 1e-9.
+// labels: memory
+#define BOOST_TEST_MODULE unit.grad.bad_values
+#include "../../support/random_tensors.hpp"
+#include <argus/argus.hpp>
+#include <argus/grad/training.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace argus;
+
+namespace {
+
+using test::randomize;
+using test::rng;
+
+constexpr double nan_d = std::numeric_limits<double>::quiet_NaN();
+constexpr double inf_d = std::numeric_limits<double>::infinity();
+
+constexpr std::size_t heads = 4, kv_heads = 2, d_k = 8, d_v = 12;
+using q_t = tensor<double, shape<batch<>, head<heads>, seq<>, head_dim<d_k>>>;     // (B,4,SEQ_Q,8)
+using k_t = tensor<double, shape<batch<>, head<kv_heads>, seq<>, head_dim<d_k>>>;  // (B,2,SEQ_KV,8)
+using v_t =
+    tensor<double, shape<batch<>, head<kv_heads>, seq<>, head_dim<d_v>>>;       // (B,2,SEQ_KV,12)
+using o_t = tensor<double, shape<batch<>, head<heads>, seq<>, head_dim<d_v>>>;  // (B,4,SEQ_Q,12)
+using pad_t = tensor<std::uint8_t, shape<batch<>, seq<>>>;                      // (B,SEQ_KV)
+using pairs_t = tensor<std::uint8_t, shape<seq<>, seq<>>>;                      // (SEQ_Q,SEQ_KV)
+using add_t = tensor<double, shape<seq<>, seq<>>>;                              // (SEQ_Q,SEQ_KV)
+
+/// One problem: operands, dO and masks (`masked` false: no mask at all).
+struct problem {
+  std::size_t nb, sq, skv;
+  bool masked, causal;
+  q_t q;
+  o_t dout;
+  k_t k;
+  v_t v;
+  pad_t pad;
+  pairs_t pairs;
+  add_t add;
+  problem(std::size_t b, std::size_t n_q, std::size_t n_kv, bool with_masks, bool with_causal)
+      : nb(b),
+        sq(n_q),
+        skv(n_kv),
+        masked(with_masks),
+        causal(with_causal),
+        q(b, n_q),
+        dout(b, n_q),
+        k(b, n_kv),
+        v(b, n_kv),
+        pad(b, n_kv),
+        pairs(n_q, n_kv),
+        add(n_q, n_kv) {
+    randomize(q), randomize(k), randomize(v), randomize(dout);
+  }
+  /// Whether a mask ignores key j for query i of head h in item b (semantics.md, rules 1-2).
+  bool ignored(std::size_t b, std::size_t i, std::size_t j) const {
+    if (!masked) return false;
+    return (causal && j > i) || pad(b, j) != 0 || pairs(i, j) != 0 || add(i, j) == -inf_d;
+  }
+  bool boolean_ignored(std::size_t b, std::size_t i, std::size_t j) const {
+    return masked && ((causal && j > i) || pad(b, j) != 0 || pairs(i, j) != 0);
+  }
+};
+
+/// Output and gradients, computed by argus or by the reference.
+struct results {
+  o_t out;
+  q_t dq;
+  k_t dk;
+  v_t dv;
+  explicit results(const problem& p)
+      : out(p.nb, p.sq), dq(p.nb, p.sq), dk(p.nb, p.skv), dv(p.nb, p.skv) {}
+};
+
+/// The rules as straight loops: semantics.md rules 1-8 for the output, rule 9 for the
+/// gradients (D_i summed over the pairs no mask ignores).
+results reference(const problem& p) {
+  results r(p);
+  const double scale = 1.0 / std::sqrt(double(d_k));
+  std::fill(r.dq.begin(), r.dq.end(), 0.0);
+  std::fill(r.dk.begin(), r.dk.end(), 0.0);
+  std::fill(r.dv.begin(), r.dv.end(), 0.0);
+  std::vector<double> logit(p.skv), w(p.skv), dp(p.skv), ds(p.skv);
+  for (std::size_t b = 0; b < p.nb; ++b)
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t g = h / (heads / kv_heads);
+      for (std::size_t i = 0; i < p.sq; ++i) {
+        double m = -inf_d;
+        bool poisoned = false;
+        for (std::size_t j = 0; j < p.skv; ++j) {
+          double s = 0;
+          for (std::size_t c = 0; c < d_k; ++c) s += p.q(b, h, i, c) * p.k(b, g, j, c);
+          s *= scale;
+          if (p.masked) s += p.add(i, j);
+          if (p.boolean_ignored(b, i, j)) s = -inf_d;
+          logit[j] = s;
+          if (std::isnan(s) || s == inf_d)
+            poisoned = true;
+          else
+            m = std::max(m, s);
+        }
+        // Rule 3: a NaN or +inf logit makes the row's weights NaN; rule 4: a row of -inf is 0.
+        double sum = 0;
+        for (std::size_t j = 0; j < p.skv; ++j) {
+          w[j] = poisoned ? nan_d : m == -inf_d ? 0.0 : std::exp(logit[j] - m);
+          sum += w[j];
+        }
+        for (std::size_t j = 0; j < p.skv; ++j)
+          if (!poisoned && m != -inf_d) w[j] /= sum;
+        // Rules 6-7: out_i = Σ over the keys no mask ignores of w · v.
+        for (std::size_t c = 0; c < d_v; ++c) {
+          double o = 0;
+          for (std::size_t j = 0; j < p.skv; ++j)
+            if (!p.ignored(b, i, j)) o += w[j] * p.v(b, g, j, c);
+          r.out(b, h, i, c) = o;
+        }
+        // Rule 9: the same pairs, and only they, carry the gradients.
+        double d = 0;
+        for (std::size_t j = 0; j < p.skv; ++j) {
+          if (p.ignored(b, i, j)) continue;
+          dp[j] = 0;
+          for (std::size_t c = 0; c < d_v; ++c) dp[j] += p.dout(b, h, i, c) * p.v(b, g, j, c);
+          d += w[j] * dp[j];
+        }
+        for (std::size_t j = 0; j < p.skv; ++j) {
+          if (p.ignored(b, i, j)) continue;
+          ds[j] = w[j] * (dp[j] - d);
+          for (std::size_t c = 0; c < d_v; ++c) r.dv(b, g, j, c) += w[j] * p.dout(b, h, i, c);
+          for (std::size_t c = 0; c < d_k; ++c) {
+            r.dq(b, h, i, c) += scale * ds[j] * p.k(b, g, j, c);
+            r.dk(b, g, j, c) += scale * ds[j] * p.q(b, h, i, c);
+          }
+        }
+      }
+    }
+  return r;
+}
+
+/// Output and gradients through forward_for_training and backward.
+template <class Policy>
+results run(const problem& p, Policy policy) {
+  results r(p);
+  auto go = [&](auto e) {
+    auto tape = forward_for_training(e, policy);
+    const auto g = backward(tape, p.dout, policy);
+    std::copy(tape.output().begin(), tape.output().end(), r.out.begin());
+    std::copy(g.q.begin(), g.q.end(), r.dq.begin());
+    std::copy(g.k.begin(), g.k.end(), r.dk.begin());
+    std::copy(g.v.begin(), g.v.end(), r.dv.begin());
+  };
+  if (!p.masked)
+    go(attend(softmax(scores(p.q, p.k)), p.v));
+  else if (p.causal)
+    go(attend(softmax(mask(mask(mask(mask(scores(p.q, p.k), causal), ignore_keys(p.pad)),
+                                ignore_where(p.pairs)),
+                           add_to_scores(p.add))),
+              p.v));
+  else
+    go(attend(softmax(mask(mask(mask(scores(p.q, p.k), ignore_keys(p.pad)), ignore_where(p.pairs)),
+                           add_to_scores(p.add))),
+              p.v));
+  return r;
+}
+
+/// The first element where got and want disagree on finiteness or, both finite, differ by more
+/// than 1e-9 · (1 + |want|); empty if none.
+template <class Tensor>
+std::string first_mismatch(const char* name, const Tensor& got, const Tensor& want) {
+  for (std::size_t n = 0; n < got.size(); ++n) {
+    const double x = got.data()[n], y = want.data()[n];
+    const bool bad = std::isfinite(x) != std::isfinite(y) ||
+                     (std::isfinite(y) && std::abs(x - y) > 1e-9 * (1 + std::abs(y)));
+    if (bad) {
+      std::ostringstream s;
+      s << name << "[" << n << "] = " << x << ", the rules give " << y;
+      return s.str();
+    }
+  }
+  return {};
+}
+
+/// Sets element c of row `row` (of `width` elements) of the flat tensor data to a NaN or an
+/// infinity of either sign.
+template <class Tensor>
+void spoil(Tensor& t, std::size_t row, std::size_t width) {
+  static constexpr double bad[] = {nan_d, inf_d, -inf_d};
+  t.data()[row * width + rng()() % width] = bad[rng()() % 3];
+}
+
+/// Checks the output and gradients of p, fused and unfused on one and two threads, against
+/// the rules.
+void check_against_the_rules(const problem& p, const std::string& label) {
+  const results want = reference(p);
+  for (std::size_t threads : {1, 2}) {
+    set_num_threads(threads);
+    auto check = [&](const char* policy, const results& got) {
+      for (const std::string& m :
+           {first_mismatch("out", got.out, want.out), first_mismatch("dq", got.dq, want.dq),
+            first_mismatch("dk", got.dk, want.dk), first_mismatch("dv", got.dv, want.dv)})
+        BOOST_TEST(m.empty(), label << " (" << policy << ", " << threads << " threads, batch "
+                                    << p.nb << ", seq_q " << p.sq << ", seq_kv " << p.skv
+                                    << (p.masked ? ", masked" : "") << (p.causal ? ", causal" : "")
+                                    << "): " << m);
+    };
+    check("fused", run(p, fused));
+    check("unfused", run(p, unfused));
+  }
+  set_num_threads(0);
+}
+
+}  // namespace
+
+// Random problems, each run fused and unfused on one and on two threads.
+BOOST_AUTO_TEST_CASE(ignored_pairs_carry_no_bad_value_into_the_gradients) {
+  std::uniform_int_distribution<std::size_t> length(1, 150), keys(1, 300);
+  std::bernoulli_distribution coin(0.5), rare(0.1);
+  for (int trial = 0; trial < 36; ++trial) {
+    const std::size_t nb = 1 + trial % 2;
+    problem p(nb, length(rng()), keys(rng()), trial % 6 != 0, trial % 3 == 1);
+    if (p.masked) {
+      for (auto& x : p.pad) x = rare(rng()) ? 1 : 0;
+      for (auto& x : p.pairs) x = rare(rng()) ? 1 : 0;
+      for (auto& x : p.add) x = rare(rng()) ? -inf_d : 0.25 * double(rng()() % 5) - 0.5;
+      if (trial % 4 == 2)  // whole rows masked: their gradients are 0
+        for (std::size_t j = 0; j < p.skv; ++j) p.pairs(0, j) = 1;
+    }
+    // Bad rows: mostly at keys and queries some mask ignores, a few anywhere.
+    const int spoils = 1 + int(rng()() % 4);
+    for (int s = 0; s < spoils; ++s) {
+      const std::size_t b = rng()() % nb;
+      std::size_t j = rng()() % p.skv, i = rng()() % p.sq;
+      if (p.masked && coin(rng())) {  // a padded key, or one past query i's causal reach
+        p.pad(b, j) = 1;
+        if (p.causal && j < p.skv - 1 && coin(rng())) p.pad(b, j) = 0, j = p.skv - 1;
+      }
+      const std::size_t g = rng()() % kv_heads, h = rng()() % heads;
+      switch (rng()() % 5) {
+        case 0:
+          spoil(p.k, (b * kv_heads + g) * p.skv + j, d_k);
+          break;
+        case 1:
+          spoil(p.v, (b * kv_heads + g) * p.skv + j, d_v);
+          break;
+        case 2:
+          spoil(p.q, (b * heads + h) * p.sq + i, d_k);
+          break;
+        case 3:
+          spoil(p.dout, (b * heads + h) * p.sq + i, d_v);
+          break;
+        default:
+          spoil(p.v, (b * kv_heads + g) * p.skv + j, d_v),
+              spoil(p.k, (b * kv_heads + g) * p.skv + j, d_k);
+      }
+    }
+    check_against_the_rules(p, "trial " + std::to_string(trial));
+  }
+}
+
+// Rule 8 in the gradients: a query whose logits are all -inf by arithmetic (an infinity in its
+// Q row against keys of the other sign), not by a mask, has weights and an output of 0, and
+// its pairs enter in IEEE arithmetic: dS = 0, and dK = scale · dS · Q holds 0 · inf = NaN
+// where Q is infinite. Here query 0 sees key 0 alone (causal), in a masked tile of each pass.
+BOOST_AUTO_TEST_CASE(rows_minus_infinite_by_arithmetic_enter_in_ieee_arithmetic) {
+  for (std::size_t sq : {3u, 100u}) {
+    problem p(1, sq, sq + 5, true, true);
+    std::fill(p.add.begin(), p.add.end(), 0.0);
+    for (std::size_t h = 0; h < heads; ++h) {
+      for (std::size_t c = 0; c < d_k; ++c) p.q(0, h, 0, c) = c == 0 ? inf_d : 0.0;
+    }
+    for (std::size_t g = 0; g < kv_heads; ++g) p.k(0, g, 0, 0) = -1.0;
+    const results want = reference(p);
+    BOOST_TEST_REQUIRE(std::isnan(want.dk(0, 0, 0, 0)));  // the case is the one described
+    BOOST_TEST_REQUIRE(want.out(0, 0, 0, 0) == 0.0);
+    check_against_the_rules(p, "seq_q " + std::to_string(sq));
+  }
+}
+
+// A padded key whose K and V rows are NaN, with dropout: the output and every gradient stay
+// finite under both policies.
+BOOST_AUTO_TEST_CASE(padding_with_nan_rows_and_dropout_gives_finite_gradients) {
+  problem p(2, 70, 260, true, false);
+  std::fill(p.add.begin(), p.add.end(), 0.0);
+  for (std::size_t g = 0; g < kv_heads; ++g)
+    for (std::size_t j : {3u, 257u}) {
+      p.pad(1, j) = 1;
+      for (std::size_t c = 0; c < d_k; ++c) p.k(1, g, j, c) = nan_d;
+      for (std::size_t c = 0; c < d_v; ++c) p.v(1, g, j, c) = nan_d;
+    }
+  auto all_finite = [](const auto& t) {
+    for (double x : t)
+      if (!std::isfinite(x)) return false;
+    return true;
+  };
+  auto check = [&](auto policy) {
+    auto tape = forward_for_training(
+        attend(softmax(mask(scores(p.q, p.k), ignore_keys(p.pad))), p.v), policy, dropout{0.2, 9});
+    const auto g = backward(tape, p.dout, policy);
+    BOOST_TEST(all_finite(tape.output()), decltype(policy)::name);
+    BOOST_TEST(all_finite(g.q), decltype(policy)::name);
+    BOOST_TEST(all_finite(g.k), decltype(policy)::name);
+    BOOST_TEST(all_finite(g.v), decltype(policy)::name);
+  };
+  check(fused);
+  check(unfused);
+}
