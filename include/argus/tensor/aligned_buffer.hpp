@@ -53,33 +53,45 @@ inline void advise_huge_pages([[maybe_unused]] void* p,
 #endif
 }
 
-/// Freed buffers of at least huge_page_bytes are kept, per thread, up to this many bytes in
-/// all (ARGUS_BUFFER_CACHE_BYTES; 0 turns the cache off), and a later buffer of the same
-/// size class (its bytes rounded up to whole huge pages) on that thread takes one of them
-/// instead of new memory. An evaluation allocates its results and temporaries on the calling
-/// thread and frees them before it returns, so from the second call on with the same shapes
-/// it maps no new memory: no page faults, no zeroing of fresh pages by the kernel, no mmap
-/// and munmap per buffer. (On the Zen 5 KVM guest of docs/performance.md those were about
-/// 8 % of the samples of the full MHA at n 1024 on 2 threads; "Huge pages for large
-/// buffers".)
-/// argus::release_cached_buffers() gives the calling thread's cache back.
+/// Freed buffers of at least medium_buffer_bytes are kept, per thread, up to this many bytes
+/// in all (ARGUS_BUFFER_CACHE_BYTES; 0 turns the cache off), and a later buffer of the same
+/// size class (its bytes rounded up to whole huge pages, or below huge_page_bytes to whole
+/// medium_class_bytes) on that thread takes one of them instead of new memory. An evaluation
+/// allocates its results and temporaries on the calling thread and frees them before it returns, so
+/// from the second call on with the same shapes it maps no new memory: no page faults, no zeroing
+/// of fresh pages by the kernel, no mmap and munmap per buffer. (On the Zen 5 KVM guest of
+/// docs/performance.md those were about 8 % of the samples of the full MHA at n 1024 on 2 threads;
+/// "Huge pages for large buffers". Below 2 MiB glibc's malloc gives such buffers back to the system
+/// too: the full MHA at n 512, whose Q, K, V and attention output are 1 MiB each, faulted in 3.6
+/// MiB of fresh pages per call and ran at 2.4 times the time per flop of n 1024 there, until medium
+/// buffers were kept as well; "Medium buffers".) argus::release_cached_buffers() gives the calling
+/// thread's cache back.
 #ifndef ARGUS_BUFFER_CACHE_BYTES
 #define ARGUS_BUFFER_CACHE_BYTES (std::size_t{256} << 20)
 #endif
 inline constexpr std::size_t buffer_cache_bytes = ARGUS_BUFFER_CACHE_BYTES;
 
-/// The bytes a buffer of `bytes` bytes allocates: large ones in whole huge pages, so that one
-/// freed block serves any later buffer of its class.
+/// Buffers of at least this many bytes that are not large are medium: kept by buffer_cache
+/// too, in size classes of medium_class_bytes (glibc's malloc serves allocations from 128 KiB
+/// up with fresh mappings, or trims them from the heap when freed, at first).
+inline constexpr std::size_t medium_buffer_bytes = std::size_t{128} << 10;
+inline constexpr std::size_t medium_class_bytes = std::size_t{64} << 10;
+
+/// The bytes a buffer of `bytes` bytes allocates: large ones in whole huge pages, medium ones
+/// in whole medium_class_bytes, so that one freed block serves any later buffer of its class.
 constexpr std::size_t allocation_bytes(std::size_t bytes) noexcept {
-  return large_buffer(bytes) ? (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes
-                             : bytes;
+  if (large_buffer(bytes)) return (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+  if (bytes >= medium_buffer_bytes)
+    return (bytes + medium_class_bytes - 1) / medium_class_bytes * medium_class_bytes;
+  return bytes;
 }
 
-/// One thread's freed large blocks (see buffer_cache_bytes): at most `slots` of them, at
-/// most buffer_cache_bytes in all; the oldest goes when a new one does not fit.
+/// One thread's freed medium and large blocks (see buffer_cache_bytes): at most `slots` of
+/// them, at most buffer_cache_bytes in all; the oldest goes when a new one does not fit.
+/// Sixteen: a training step of a module keeps a dozen buffers alive at once.
 class buffer_cache {
  public:
-  static constexpr std::size_t slots = 8;
+  static constexpr std::size_t slots = 16;
 
   buffer_cache() = default;
   buffer_cache(const buffer_cache&) = delete;
@@ -155,14 +167,15 @@ inline buffer_cache* thread_buffer_cache() noexcept {
   return &o.cache;
 }
 
-/// Whether blocks of this many (allocation) bytes go through the cache.
+/// Whether blocks of this many (allocation) bytes go through the cache: the medium and
+/// large ones.
 constexpr bool cached_size(std::size_t bytes) noexcept {
-  return buffer_cache_bytes > 0 && large_buffer(bytes);
+  return buffer_cache_bytes > 0 && bytes >= medium_buffer_bytes;
 }
 
 }  // namespace detail
 
-/// Frees the large buffers the calling thread keeps for reuse (detail::buffer_cache_bytes),
+/// Frees the buffers the calling thread keeps for reuse (detail::buffer_cache_bytes),
 /// e.g. after a long sequence on a thread that will now process short ones.
 inline void release_cached_buffers() noexcept {
   if (detail::buffer_cache* c = detail::thread_buffer_cache()) c->release();

@@ -191,6 +191,44 @@ BOOST_AUTO_TEST_CASE(freed_large_buffers_are_reused_by_the_next_of_their_size_cl
   BOOST_TEST(cache.held_bytes() == 0u);
 }
 
+// Medium buffers (128 KiB up to a huge page) are kept too, in classes of 64 KiB: glibc's
+// malloc gives such sizes back to the system when they are freed, and the next evaluation
+// faulted its pages in again (docs/performance.md, "Medium buffers").
+BOOST_AUTO_TEST_CASE(freed_medium_buffers_are_reused_by_the_next_of_their_size_class) {
+  argus::release_cached_buffers();
+  auto& cache = *argus::detail::thread_buffer_cache();
+  constexpr std::size_t medium = argus::detail::medium_buffer_bytes;
+  constexpr std::size_t step = argus::detail::medium_class_bytes;
+  const float* first = nullptr;
+  {
+    argus::aligned_buffer<float> b((medium + 1000) / sizeof(float), argus::uninitialized);
+    first = b.data();
+    BOOST_TEST(reinterpret_cast<std::uintptr_t>(first) % argus::kernel::buffer_alignment == 0u);
+    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = 7.0f;
+  }
+  BOOST_TEST(cache.held_bytes() == medium + step);  // rounded up to its class
+  {
+    // The same class, value-initialised: the same block, zeroed.
+    const argus::aligned_buffer<float> again((medium + step) / sizeof(float));
+    BOOST_TEST(again.data() == first);
+    BOOST_TEST(cache.held_bytes() == 0u);
+    bool zero = true;
+    for (std::size_t i = 0; i < again.size(); ++i) zero = zero && again.data()[i] == 0.0f;
+    BOOST_TEST(zero);
+  }
+  {
+    // The next class up: new memory.
+    const argus::aligned_buffer<char> other(medium + step + 1, argus::uninitialized);
+    BOOST_TEST(static_cast<const void*>(other.data()) != static_cast<const void*>(first));
+  }
+  BOOST_TEST(cache.held_bytes() == 2 * (medium + step) + step);
+  // Below medium_buffer_bytes a buffer is freed at once.
+  { const argus::aligned_buffer<char> below(medium - 1, argus::uninitialized); }
+  BOOST_TEST(cache.held_bytes() == 2 * (medium + step) + step);
+  argus::release_cached_buffers();
+  BOOST_TEST(cache.held_bytes() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(the_cache_holds_at_most_its_slots_and_bytes) {
   argus::release_cached_buffers();
   auto& cache = *argus::detail::thread_buffer_cache();
