@@ -62,7 +62,7 @@ inline void advise_huge_pages([[maybe_unused]] void* p,
 /// of fresh pages by the kernel, no mmap and munmap per buffer. (On the Zen 5 KVM guest of
 /// docs/performance.md those were about 8 % of the samples of the full MHA at n 1024 on 2 threads;
 /// "Huge pages for large buffers". Below 2 MiB glibc's malloc gives such buffers back to the system
-/// too: the full MHA at n 512, whose Q, K, V and attention output are 1 MiB each, faulted in 3.6
+/// too: the full MHA at n 512, whose Q, K, V and attention output are 1 MiB each, faulted in 3.7
 /// MiB of fresh pages per call and ran at 2.4 times the time per flop of n 1024 there, until medium
 /// buffers were kept as well; "Medium buffers".) argus::release_cached_buffers() gives the calling
 /// thread's cache back.
