@@ -358,8 +358,11 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
   return masked;
 }
 
-/// Whether some mask of p ignores key j for query i of head h, batch item b (a causal,
-/// padding or pair mask, or an additive -inf).
+/// Whether some mask of p ignores key j for query i of head h, batch item b: a causal,
+/// padding or pair mask, or an additive -inf that leaves the logit -inf. NaN + -inf is NaN
+/// (semantics.md, rule 2): where scale · q_i·k_j is NaN or +inf, an additive -inf ignores
+/// nothing, and the pair makes its row NaN in the output and, through the pair, in the
+/// gradients (rule 9). Only a pair with an additive -inf pays for the dot product.
 template <class T>
 bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i,
                   std::size_t j) {
@@ -368,9 +371,15 @@ bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, s
   if (p.ignore != nullptr &&
       p.ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j] != 0)
     return true;
-  return p.additive != nullptr &&
-         p.additive[b * p.add_batch + h * p.add_head + i * p.add_row + j] ==
-             -std::numeric_limits<T>::infinity();
+  if (p.additive == nullptr || p.additive[b * p.add_batch + h * p.add_head + i * p.add_row + j] !=
+                                   -std::numeric_limits<T>::infinity())
+    return false;
+  const T* q = p.q + b * p.q_batch + h * p.q_head + i * p.q_row;
+  const T* k = p.k + b * p.k_batch + h / (p.heads / p.kv_heads) * p.k_head + j * p.k_row;
+  T dot = 0;
+  for (std::size_t c = 0; c < p.d_k; ++c) dot += q[c] * k[c];
+  const T logit = p.scale * dot;
+  return !(std::isnan(logit) || logit == std::numeric_limits<T>::infinity());
 }
 
 /// The V rows of a masked tile that are not finite, as offsets from j0, and a copy of the

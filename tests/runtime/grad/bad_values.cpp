@@ -22,6 +22,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace argus;
@@ -70,11 +71,8 @@ struct problem {
         add(n_q, n_kv) {
     randomize(q), randomize(k), randomize(v), randomize(dout);
   }
-  /// Whether a mask ignores key j for query i of head h in item b (semantics.md, rules 1-2).
-  bool ignored(std::size_t b, std::size_t i, std::size_t j) const {
-    if (!masked) return false;
-    return (causal && j > i) || pad(b, j) != 0 || pairs(i, j) != 0 || add(i, j) == -inf_d;
-  }
+  /// Whether a boolean mask ignores key j for query i in item b (semantics.md, rule 1); an
+  /// additive -inf ignores the pair too when it leaves the logit -inf (rule 2: not a NaN one).
   bool boolean_ignored(std::size_t b, std::size_t i, std::size_t j) const {
     return masked && ((causal && j > i) || pad(b, j) != 0 || pairs(i, j) != 0);
   }
@@ -99,6 +97,7 @@ results reference(const problem& p) {
   std::fill(r.dk.begin(), r.dk.end(), 0.0);
   std::fill(r.dv.begin(), r.dv.end(), 0.0);
   std::vector<double> logit(p.skv), w(p.skv), dp(p.skv), ds(p.skv);
+  std::vector<char> ignored(p.skv);
   for (std::size_t b = 0; b < p.nb; ++b)
     for (std::size_t h = 0; h < heads; ++h) {
       const std::size_t g = h / (heads / kv_heads);
@@ -110,6 +109,8 @@ results reference(const problem& p) {
           for (std::size_t c = 0; c < d_k; ++c) s += p.q(b, h, i, c) * p.k(b, g, j, c);
           s *= scale;
           if (p.masked) s += p.add(i, j);
+          ignored[j] =
+              p.boolean_ignored(b, i, j) || (p.masked && p.add(i, j) == -inf_d && s == -inf_d);
           if (p.boolean_ignored(b, i, j)) s = -inf_d;
           logit[j] = s;
           if (std::isnan(s) || s == inf_d)
@@ -129,19 +130,19 @@ results reference(const problem& p) {
         for (std::size_t c = 0; c < d_v; ++c) {
           double o = 0;
           for (std::size_t j = 0; j < p.skv; ++j)
-            if (!p.ignored(b, i, j)) o += w[j] * p.v(b, g, j, c);
+            if (!ignored[j]) o += w[j] * p.v(b, g, j, c);
           r.out(b, h, i, c) = o;
         }
         // Rule 9: the same pairs, and only they, carry the gradients.
         double d = 0;
         for (std::size_t j = 0; j < p.skv; ++j) {
-          if (p.ignored(b, i, j)) continue;
+          if (ignored[j]) continue;
           dp[j] = 0;
           for (std::size_t c = 0; c < d_v; ++c) dp[j] += p.dout(b, h, i, c) * p.v(b, g, j, c);
           d += w[j] * dp[j];
         }
         for (std::size_t j = 0; j < p.skv; ++j) {
-          if (p.ignored(b, i, j)) continue;
+          if (ignored[j]) continue;
           ds[j] = w[j] * (dp[j] - d);
           for (std::size_t c = 0; c < d_v; ++c) r.dv(b, g, j, c) += w[j] * p.dout(b, h, i, c);
           for (std::size_t c = 0; c < d_k; ++c) {
@@ -289,6 +290,30 @@ BOOST_AUTO_TEST_CASE(rows_minus_infinite_by_arithmetic_enter_in_ieee_arithmetic)
     const results want = reference(p);
     BOOST_TEST_REQUIRE(std::isnan(want.dk(0, 0, 0, 0)));  // the case is the one described
     BOOST_TEST_REQUIRE(want.out(0, 0, 0, 0) == 0.0);
+    check_against_the_rules(p, "seq_q " + std::to_string(sq));
+  }
+}
+
+// Rule 2 in the gradients: an additive -inf does not cure a NaN logit. Query 1 has a NaN in
+// its Q row, and every key but key 2 is ignored for it by a pair mask; key 2 carries an
+// additive -inf. Its logit is NaN + -inf = NaN, so row 1 of the output is NaN (rule 3), and
+// through that pair, which no mask ignores, dQ_1 and the dK and dV rows of key 2 are NaN
+// (rule 9); the other rows are not touched. (Until 2026-11-24 both backward passes took an
+// additive -inf for an ignored pair whatever the logit, and gave dQ_1 = 0.)
+BOOST_AUTO_TEST_CASE(an_additive_minus_infinity_does_not_cure_a_nan_logit) {
+  for (const auto& [sq, skv] : {std::pair{std::size_t{3}, std::size_t{4}}, {100, 300}}) {
+    problem p(1, sq, skv, true, false);
+    std::fill(p.pad.begin(), p.pad.end(), std::uint8_t{0});
+    std::fill(p.add.begin(), p.add.end(), 0.0);
+    for (std::size_t j = 0; j < skv; ++j) p.pairs(1, j) = j != 2;
+    p.add(1, 2) = -inf_d;
+    for (std::size_t h = 0; h < heads; ++h) p.q(0, h, 1, 3) = nan_d;
+    const results want = reference(p);
+    BOOST_TEST_REQUIRE(std::isnan(want.out(0, 0, 1, 0)));  // the case is the one described
+    BOOST_TEST_REQUIRE(std::isnan(want.dq(0, 0, 1, 0)));
+    BOOST_TEST_REQUIRE(std::isnan(want.dk(0, 0, 2, 0)));
+    BOOST_TEST_REQUIRE(std::isnan(want.dv(0, 0, 2, 0)));
+    BOOST_TEST_REQUIRE(std::isfinite(want.dk(0, 0, 0, 0)));
     check_against_the_rules(p, "seq_q " + std::to_string(sq));
   }
 }
