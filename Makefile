@@ -120,16 +120,18 @@ test-tsan: deps
 test-fuzz: deps
 	$(call run_preset,fuzz)
 
-# The long fuzzing run: FUZZ_SECONDS of tests/fuzz/attention_fuzzer.cpp, one job; the corpus
-# it grows stays in build/fuzz/tests/fuzz/corpus/ for the next run.
+# The long fuzzing run: FUZZ_SECONDS of tests/fuzz/$(FUZZER).cpp (attention_fuzzer, the
+# forward, or gradient_fuzzer, training), one job; the corpus it grows stays in
+# build/fuzz/tests/fuzz/corpus/ for the next run.
 FUZZ_SECONDS ?= 3600
+FUZZER ?= attention_fuzzer
 fuzz: deps
 	cmake --preset fuzz
 	cmake --build --preset fuzz -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ./build/fuzz/tests/fuzz/fuzz.attention_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
+	  ./build/fuzz/tests/fuzz/fuzz.$(FUZZER) -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
 	  -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/tests/fuzz/ \
-	  build/fuzz/tests/fuzz/corpus/attention_fuzzer tests/fuzz/corpus/attention_fuzzer
+	  build/fuzz/tests/fuzz/corpus/$(FUZZER) tests/fuzz/corpus/$(FUZZER)
 
 # BENCH_ARGS goes to bench/run.py (e.g. BENCH_ARGS=--no-compile); bench-quick is the short run.
 # BENCH_PEERS=0 leaves the oneDNN and libtorch peers out (not installed, not built).

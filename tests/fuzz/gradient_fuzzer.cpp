@@ -1,0 +1,222 @@
+// libFuzzer target: training through the run-time entry points, forward_for_training(e, policy,
+// [dropout]) and backward(tape, dout, policy), driven by fuzz bytes -- run-time lengths (0
+// included, and long enough for two of the fused backward's 64-query and 256-key tiles),
+// batch, every mask kind, dropout, values (NaN, infinities, denormals, +-1e4 and ordinary
+// numbers) in Q, K, V, the additive mask and dO, and misuse: a dO whose run-time extents do
+// not fit, a dropout rate outside [0, 1]. Every input either trains, fused and unfused, with an
+// output and dQ, dK, dV that agree with the rules of docs/reference/semantics.md computed in
+// double (tests/support/grad_agreement.hpp: which elements are finite exactly, finite ones
+// within a bound that follows the float arithmetic), or is rejected by both evaluators with
+// the same exception, argus::shape_error for a dO that does not fit and std::invalid_argument
+// for a bad rate; anything else (a crash, a sanitizer report, another exception, a
+// disagreement) aborts.
+//
+//   cmake --preset fuzz && cmake --build --preset fuzz && ctest --preset fuzz   (bounded run)
+//   make fuzz FUZZER=gradient_fuzzer FUZZ_SECONDS=3600                            (long run)
+//
+// Input layout: byte 0 the configuration, 1 batch, 2 seq_q, 3 seq_kv, 4 mask flags, 5 misuse
+// flags, 6 threads, 7 dropout; the rest are element values, one byte each, cycled when short.
+#include "../support/grad_agreement.hpp"
+#include <argus/argus.hpp>
+#include <argus/grad/training.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+using namespace argus;
+
+namespace {
+
+/// The element values fuzz bytes stand for (as attention_fuzzer.cpp).
+class byte_source {
+ public:
+  byte_source(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  std::uint8_t next() { return size_ == 0 ? 0 : data_[pos_++ % size_]; }
+
+  template <class T>
+  T value() {
+    const std::uint8_t b = next();
+    switch (b) {
+      case 0:
+        return std::numeric_limits<T>::quiet_NaN();
+      case 1:
+        return std::numeric_limits<T>::infinity();
+      case 2:
+        return -std::numeric_limits<T>::infinity();
+      case 3:
+        return std::numeric_limits<T>::denorm_min() * T(7);
+      case 4:
+        return T(1e4);
+      case 5:
+        return T(-1e4);
+      default:
+        return T(int(b) - 134) / T(16);  // -8 ... 7.6 in steps of 1/16: ties are common
+    }
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t size_, pos_ = 0;
+};
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "gradient_fuzzer: %s\n", what.c_str());
+  std::abort();
+}
+
+/// What an attempt ended with: nothing thrown, or the kind and message of what was.
+struct outcome {
+  enum kind { ok, shape, argument } k = ok;
+  std::string what;
+};
+
+template <class F>
+outcome attempt(F&& body) {
+  try {
+    body();
+    return {};
+  } catch (const shape_error& e) {
+    return {outcome::shape, e.what()};
+  } catch (const std::invalid_argument& e) {
+    return {outcome::argument, e.what()};
+  } catch (const std::exception& e) {
+    fail(std::string("an exception other than shape_error or invalid_argument: ") + e.what());
+  }
+}
+
+template <class T, std::size_t H, std::size_t G, std::size_t DK, std::size_t DV>
+void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::uint8_t masks,
+         std::uint8_t misuse, std::uint8_t drop_byte) {
+  using q_shape = shape<batch<>, head<H>, seq<>, head_dim<DK>>;
+  using k_shape = shape<batch<>, head<G>, seq<>, head_dim<DK>>;
+  using v_shape = shape<batch<>, head<G>, seq<>, head_dim<DV>>;
+  using o_shape = shape<batch<>, head<H>, seq<>, head_dim<DV>>;
+  tensor<T, q_shape> q(b, sq);   // (B,H,SEQ_Q,D_K)
+  tensor<T, k_shape> k(b, skv);  // (B,G,SEQ_KV,D_K)
+  tensor<T, v_shape> v(b, skv);  // (B,G,SEQ_KV,D_V)
+  // Misuse: dO one query longer (bit 1) or one batch item more (bit 2) than the output.
+  const std::size_t dq_seq = sq + ((misuse & 1) ? 1 : 0), d_batch = b + ((misuse & 2) ? 1 : 0);
+  tensor<T, o_shape> dout(d_batch, dq_seq);                 // (B,H,SEQ_Q,D_V)
+  tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);  // (B,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);         // (SEQ_Q,SEQ_KV)
+  tensor<T, shape<seq<>, seq<>>> add(sq, skv);              // (SEQ_Q,SEQ_KV)
+  for (auto& x : q) x = in.value<T>();
+  for (auto& x : k) x = in.value<T>();
+  for (auto& x : v) x = in.value<T>();
+  for (auto& x : dout) x = in.value<T>();
+  for (auto& x : pad) x = in.next() < 64;
+  for (auto& x : pairs) x = in.next() < 64;
+  for (auto& x : add) x = in.value<T>();
+  // Dropout: none (byte < 128), a rate in (0, 1] or, with misuse bit 4, one outside [0, 1].
+  std::optional<argus::dropout> drop;
+  if (misuse & 4)
+    drop = argus::dropout{
+        (drop_byte & 1) ? 1.0 + double(drop_byte) / 64 : std::numeric_limits<double>::quiet_NaN(),
+        drop_byte};
+  else if (drop_byte >= 128)
+    drop = argus::dropout{double(drop_byte - 127) / 128, std::uint64_t(drop_byte) * 7919u};
+  const bool must_reject = (misuse & 7) != 0;
+
+  auto check = [&](auto make, test::core_masks<T> used) {
+    struct result {
+      tensor<T, o_shape> out;
+      tensor<T, q_shape> dq;
+      tensor<T, k_shape> dk;
+      tensor<T, v_shape> dv;
+    };
+    auto train = [&](auto policy, std::optional<result>& r) {
+      return attempt([&] {
+        auto tape = drop ? forward_for_training(make(), policy, *drop)
+                         : forward_for_training(make(), policy);
+        auto g = backward(tape, dout, policy);
+        tensor<T, o_shape> out(b, sq);
+        std::copy(tape.output().begin(), tape.output().end(), out.begin());
+        r.emplace(result{std::move(out), std::move(g.q), std::move(g.k), std::move(g.v)});
+      });
+    };
+    std::optional<result> f, u;
+    const outcome of = train(fused, f), ou = train(unfused, u);
+    if (of.k != ou.k)
+      fail("fused and unfused end differently: " + (of.k == outcome::ok ? ou.what : of.what));
+    if (of.k != outcome::ok) {
+      if (!must_reject) fail("a valid input rejected: " + of.what);
+      if ((misuse & 4) && of.k != outcome::argument) fail("a bad rate not named: " + of.what);
+      if (!(misuse & 4) && of.k != outcome::shape) fail("a bad dO not named: " + of.what);
+      return;
+    }
+    if (must_reject) fail("a dO that does not fit, or a bad rate, accepted");
+    const test::core_gradients<T> want(b, H, G, sq, skv, DK, DV, q.data(), k.data(), v.data(),
+                                       dout.data(), used, drop ? drop->rate : 0.0,
+                                       drop ? drop->seed : 0);
+    for (const auto* r : {&*f, &*u}) {
+      const char* who = r == &*f ? "fused" : "unfused";
+      for (const std::string& d : {test::bounded_disagreement("out", r->out, want.out),
+                                   test::bounded_disagreement("dq", r->dq, want.dq),
+                                   test::bounded_disagreement("dk", r->dk, want.dk),
+                                   test::bounded_disagreement("dv", r->dv, want.dv)})
+        if (!d.empty()) fail(std::string(who) + ": " + d);
+    }
+  };
+  auto s = [&] { return scores(q, k); };
+  test::core_masks<T> m;
+  switch (masks % 6) {
+    case 0:
+      return check([&] { return attend(softmax(s()), v); }, m);
+    case 1:
+      m.causal = true;
+      return check([&] { return attend(softmax(mask(s(), causal)), v); }, m);
+    case 2:
+      m.pad = pad.data();
+      return check([&] { return attend(softmax(mask(s(), ignore_keys(pad))), v); }, m);
+    case 3:
+      m.pairs = pairs.data(), m.causal = true;
+      return check([&] { return attend(softmax(mask(s(), ignore_where(pairs), causal)), v); }, m);
+    case 4:
+      m.add = add.data();
+      return check([&] { return attend(softmax(mask(s(), add_to_scores(add))), v); }, m);
+    default:
+      m.add = add.data(), m.pad = pad.data(), m.pairs = pairs.data(), m.causal = true;
+      return check(
+          [&] {
+            return attend(softmax(mask(s(), add_to_scores(add), ignore_keys(pad),
+                                       ignore_where(pairs), causal)),
+                          v);
+          },
+          m);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 8) return 0;
+  byte_source in(data + 8, size - 8);
+  const std::size_t b = data[1] % 3;  // 0..2
+  // Lengths up to 79, or past one tile of the fused backward (64 queries, 256 keys).
+  const std::size_t sq = data[2] % 80 + ((data[2] & 0x80) != 0 ? 60 : 0);
+  const std::size_t skv = data[3] % 80 + ((data[3] & 0x80) != 0 ? 240 : 0);
+  set_num_threads(1 + data[6] % 3);
+  switch (data[0] % 4) {
+    case 0:
+      run<float, 4, 2, 8, 8>(in, b, sq, skv, data[4], data[5], data[7]);
+      break;
+    case 1:
+      run<float, 2, 2, 64, 64>(in, b, sq, skv, data[4], data[5], data[7]);
+      break;
+    case 2:
+      run<float, 3, 1, 5, 12>(in, b, sq, skv, data[4], data[5], data[7]);
+      break;
+    default:
+      run<double, 2, 1, 4, 4>(in, b, sq, skv, data[4], data[5], data[7]);
+      break;
+  }
+  return 0;
+}
