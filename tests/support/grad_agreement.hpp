@@ -73,6 +73,7 @@ struct core_gradients {
     const double scale = 1.0 / std::sqrt(double(d_k));
     const std::size_t group = kv_heads == 0 ? 1 : heads / kv_heads;
     const double sum_u = u * double(skv + sq * group + d_k + d_v + 16);  // any sum's rounding
+    const double dp_underflow = double(d_v + 1) * tiny;  // dP_ij's products lost to underflow
     const kernel::attention_dropout<T> drop(T(dropout_rate), dropout_seed);
     std::vector<double> logit(skv), w(skv), werr(skv), z(skv), dp(skv), mag_dp(skv);
     std::vector<char> ignored(skv);
@@ -139,7 +140,8 @@ struct core_gradients {
             }
             d += w[j] * z[j] * dp[j];
             d_mag += std::abs(w[j]) * z[j] * mag_dp[j];
-            d_err += (werr[j] + sum_u * std::abs(w[j])) * z[j] * mag_dp[j];
+            d_err += (werr[j] + sum_u * std::abs(w[j])) * z[j] * mag_dp[j] +
+                     std::abs(w[j]) * z[j] * dp_underflow;
             for (std::size_t c = 0; c < d_v; ++c) {
               out.value[qi * d_v + c] += w[j] * z[j] * at(v, kj, d_v, c);
               out.bound[qi * d_v + c] +=
@@ -152,7 +154,8 @@ struct core_gradients {
             const std::size_t kj = (b * kv_heads + g) * skv + j;
             const double ds = w[j] * (z[j] * dp[j] - d);
             const double ds_err = (werr[j] + sum_u * std::abs(w[j])) * (z[j] * mag_dp[j] + d_mag) +
-                                  std::abs(w[j]) * d_err + sum_u * std::abs(ds) + tiny;
+                                  std::abs(w[j]) * (z[j] * dp_underflow + d_err) +
+                                  sum_u * std::abs(ds) + tiny;
             for (std::size_t c = 0; c < d_v; ++c) {
               dv.value[kj * d_v + c] += w[j] * z[j] * at(dout, qi, d_v, c);
               dv.bound[kj * d_v + c] +=
