@@ -1,15 +1,15 @@
 // libFuzzer target: training through the run-time entry points, forward_for_training(e, policy,
 // [dropout]) and backward(tape, dout, policy), driven by fuzz bytes -- run-time lengths (0
 // included, and long enough for two of the fused backward's 64-query and 256-key tiles),
-// batch, every mask kind, dropout, values (NaN, infinities, denormals, +-1e4 and ordinary
-// numbers) in Q, K, V, the additive mask and dO, and misuse: a dO whose run-time extents do
-// not fit, a dropout rate outside [0, 1]. Every input either trains, fused and unfused, with an
-// output and dQ, dK, dV that agree with the rules of docs/reference/semantics.md computed in
-// double (tests/support/grad_agreement.hpp: which elements are finite exactly, finite ones
-// within a bound that follows the float arithmetic), or is rejected by both evaluators with
-// the same exception, argus::shape_error for a dO that does not fit and std::invalid_argument
-// for a bad rate; anything else (a crash, a sanitizer report, another exception, a
-// disagreement) aborts.
+// batch, every mask kind (and the merged-heads form a module's core takes), dropout, values (NaN,
+// infinities, denormals, +-1e4 and ordinary numbers) in Q, K, V, the additive mask and dO, and
+// misuse: a dO whose run-time extents do not fit, a dropout rate outside [0, 1]. Every input either
+// trains, fused and unfused, with an output and dQ, dK, dV that agree with the rules of
+// docs/reference/semantics.md computed in double (tests/support/grad_agreement.hpp: which elements
+// are finite exactly, finite ones within a bound that follows the float arithmetic), or is rejected
+// by both evaluators with the same exception, argus::shape_error for a dO that does not fit and
+// std::invalid_argument for a bad rate; anything else (a crash, a sanitizer report, another
+// exception, a disagreement) aborts.
 //
 //   cmake --preset fuzz && cmake --build --preset fuzz && ctest --preset fuzz   (bounded run)
 //   make fuzz FUZZER=gradient_fuzzer FUZZ_SECONDS=3600                            (long run)
@@ -29,6 +29,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 using namespace argus;
@@ -125,7 +126,21 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
     drop = argus::dropout{double(drop_byte - 127) / 128, std::uint64_t(drop_byte) * 7919u};
   const bool must_reject = (misuse & 7) != 0;
 
-  auto check = [&](auto make, test::core_masks<T> used) {
+  // make() builds the expression; Merged: it is merge_heads of a core, whose output and dO
+  // are (B,SEQ_Q,H*D_V) (held to the rules in the head-major layout).
+  auto check = [&]<bool Merged = false>(auto make, test::core_masks<T> used,
+                                        std::bool_constant<Merged> = {}) {
+    using out_t = std::remove_cvref_t<decltype(evaluate(make(), fused))>;
+    // Element (bb, h, i, c) of a head-major (B,H,SEQ,D_V) array, in out_t's layout.
+    auto at = [&](std::size_t bb, std::size_t h, std::size_t i, std::size_t c, std::size_t n) {
+      return Merged ? (bb * n + i) * H * DV + h * DV + c : ((bb * H + h) * n + i) * DV + c;
+    };
+    out_t d_o(d_batch, dq_seq);  // dO in the expression's output layout
+    for (std::size_t bb = 0; bb < d_batch; ++bb)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t i = 0; i < dq_seq; ++i)
+          for (std::size_t c = 0; c < DV; ++c)
+            d_o.data()[at(bb, h, i, c, dq_seq)] = dout(bb, h, i, c);
     struct result {
       tensor<T, o_shape> out;
       tensor<T, q_shape> dq;
@@ -136,9 +151,13 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
       return attempt([&] {
         auto tape = drop ? forward_for_training(make(), policy, *drop)
                          : forward_for_training(make(), policy);
-        auto g = backward(tape, dout, policy);
+        auto g = backward(tape, d_o, policy);
         tensor<T, o_shape> out(b, sq);
-        std::copy(tape.output().begin(), tape.output().end(), out.begin());
+        for (std::size_t bb = 0; bb < b; ++bb)
+          for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < sq; ++i)
+              for (std::size_t c = 0; c < DV; ++c)
+                out(bb, h, i, c) = tape.output().data()[at(bb, h, i, c, sq)];
         r.emplace(result{std::move(out), std::move(g.q), std::move(g.k), std::move(g.v)});
       });
     };
@@ -167,7 +186,7 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   };
   auto s = [&] { return scores(q, k); };
   test::core_masks<T> m;
-  switch (masks % 6) {
+  switch (masks % 7) {
     case 0:
       return check([&] { return attend(softmax(s()), v); }, m);
     case 1:
@@ -182,7 +201,7 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
     case 4:
       m.add = add.data();
       return check([&] { return attend(softmax(mask(s(), add_to_scores(add))), v); }, m);
-    default:
+    case 5:
       m.add = add.data(), m.pad = pad.data(), m.pairs = pairs.data(), m.causal = true;
       return check(
           [&] {
@@ -191,6 +210,11 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
                           v);
           },
           m);
+    default:  // merged heads: (B,SEQ_Q,H*D_V), as a module's core
+      m.causal = true, m.pad = pad.data();
+      return check(
+          [&] { return merge_heads(attend(softmax(mask(s(), causal, ignore_keys(pad))), v)); }, m,
+          std::true_type{});
   }
 }
 

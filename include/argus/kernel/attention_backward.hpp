@@ -227,6 +227,9 @@ void add_back_rows(const attention_problem<T>& p, std::size_t b, std::size_t h, 
 template <class T>
 void attention_unfused(const attention_problem<T>& p) {
   assert(p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && p.d_k >= 1);
+  // No query: nothing to write (and O, whose heads may be strided views of a merged output,
+  // may have no storage to offset into).
+  if (p.seq_q == 0) return;
   const T minus_inf = -std::numeric_limits<T>::infinity();
   parallel_for(p.batch * p.heads, [&](std::size_t t, std::size_t) {
     const std::size_t b = t / p.heads, h = t % p.heads, g = h / (p.heads / p.kv_heads);
@@ -302,10 +305,11 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
     const std::vector<T> k_clean =
         bad_k.empty() ? std::vector<T>{} : detail::copy_without_rows(k, skv, p.d_k, p.k_row, bad_k);
     for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
+      if (sq == 0) continue;  // no query (and dO, maybe a view of a merged array, no storage)
       const T* q = p.q + b * p.q_batch + h * p.q_head;
       const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head;
       T* dq = bp.d_q + b * p.q_batch + h * p.q_head;
-      if (skv == 0 || sq == 0) {
+      if (skv == 0) {
         detail::zero_rows(dq, sq, p.d_k, p.q_row);
         continue;
       }

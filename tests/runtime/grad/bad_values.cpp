@@ -318,6 +318,38 @@ BOOST_AUTO_TEST_CASE(an_additive_minus_infinity_does_not_cure_a_nan_logit) {
   }
 }
 
+// Empty lengths train too, head-major and through merge_heads (whose output heads are views
+// into a (batch, seq_q, heads · d_v) array): no query gives nothing, no key gives zero
+// gradients. (The unfused training forward and backward offset a null pointer, the storage of
+// an empty merged output and dO, with seq_q = 0 until 2026-11-24: undefined behaviour that
+// Clang's UBSan reports, in tests/fuzz/gradient_fuzzer.cpp which found it, and GCC's does
+// not, so this case alone does not catch it under the asan preset.)
+BOOST_AUTO_TEST_CASE(empty_lengths_train_head_major_and_merged) {
+  auto all_zero = [](const auto& t) {
+    return std::all_of(t.begin(), t.end(), [](double x) { return x == 0.0; });
+  };
+  for (const auto& lengths : {std::pair{std::size_t{0}, std::size_t{5}}, {3, 0}, {0, 0}}) {
+    const std::size_t sq = lengths.first, skv = lengths.second;  // lambdas capture these
+    problem p(2, sq, skv, true, true);
+    auto check = [&](const auto& e, auto policy) {
+      auto out = evaluate(e, policy);  // the output's type and extents, for dO
+      std::fill(out.begin(), out.end(), 1.0);
+      auto tape = forward_for_training(e, policy, dropout{0.5, 3});
+      const auto g = backward(tape, out, policy);
+      BOOST_TEST(all_zero(tape.output()), decltype(policy)::name << ", seq_q " << sq);
+      BOOST_TEST(all_zero(g.q), decltype(policy)::name << ", seq_q " << sq);
+      BOOST_TEST(all_zero(g.k), decltype(policy)::name << ", seq_q " << sq);
+      BOOST_TEST(all_zero(g.v), decltype(policy)::name << ", seq_q " << sq);
+      BOOST_TEST(g.k.size() == 2 * kv_heads * skv * d_k);
+    };
+    const auto core = [&] { return attend(softmax(mask(scores(p.q, p.k), causal)), p.v); };
+    check(core(), fused);
+    check(merge_heads(core()), fused);
+    check(core(), unfused);
+    check(merge_heads(core()), unfused);
+  }
+}
+
 // A padded key whose K and V rows are NaN, with dropout: the output and every gradient stay
 // finite under both policies.
 BOOST_AUTO_TEST_CASE(padding_with_nan_rows_and_dropout_gives_finite_gradients) {
