@@ -12,13 +12,11 @@
 // Input layout: byte 0 the configuration, 1 batch, 2 seq_q, 3 seq_kv, 4 mask flags, 5 misuse
 // flags, 6 threads; the rest are element values, one byte each, cycled when short.
 #include "../support/agreement.hpp"
+#include "../support/fuzz_bytes.hpp"
 #include <argus/argus.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,42 +25,9 @@ using namespace argus;
 
 namespace {
 
-/// The element values fuzz bytes stand for.
-class byte_source {
- public:
-  byte_source(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  std::uint8_t next() { return size_ == 0 ? 0 : data_[pos_++ % size_]; }
+using test::byte_source;
 
-  template <class T>
-  T value() {
-    const std::uint8_t b = next();
-    switch (b) {
-      case 0:
-        return std::numeric_limits<T>::quiet_NaN();
-      case 1:
-        return std::numeric_limits<T>::infinity();
-      case 2:
-        return -std::numeric_limits<T>::infinity();
-      case 3:
-        return std::numeric_limits<T>::denorm_min() * T(7);
-      case 4:
-        return T(1e4);
-      case 5:
-        return T(-1e4);
-      default:
-        return T(int(b) - 134) / T(16);  // -8 ... 7.6 in steps of 1/16: ties are common
-    }
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_, pos_ = 0;
-};
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "attention_fuzzer: %s\n", what.c_str());
-  std::abort();
-}
+[[noreturn]] void fail(const std::string& what) { test::fuzz_failure("attention_fuzzer", what); }
 
 template <class T, std::size_t H, std::size_t G, std::size_t DK, std::size_t DV>
 void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::uint8_t masks,

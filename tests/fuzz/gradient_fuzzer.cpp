@@ -16,6 +16,7 @@
 //
 // Input layout: byte 0 the configuration, 1 batch, 2 seq_q, 3 seq_kv, 4 mask flags, 5 misuse
 // flags, 6 threads, 7 dropout; the rest are element values, one byte each, cycled when short.
+#include "../support/fuzz_bytes.hpp"
 #include "../support/grad_agreement.hpp"
 #include <argus/argus.hpp>
 #include <argus/grad/training.hpp>
@@ -23,8 +24,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -36,42 +35,9 @@ using namespace argus;
 
 namespace {
 
-/// The element values fuzz bytes stand for (as attention_fuzzer.cpp).
-class byte_source {
- public:
-  byte_source(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  std::uint8_t next() { return size_ == 0 ? 0 : data_[pos_++ % size_]; }
+using test::byte_source;
 
-  template <class T>
-  T value() {
-    const std::uint8_t b = next();
-    switch (b) {
-      case 0:
-        return std::numeric_limits<T>::quiet_NaN();
-      case 1:
-        return std::numeric_limits<T>::infinity();
-      case 2:
-        return -std::numeric_limits<T>::infinity();
-      case 3:
-        return std::numeric_limits<T>::denorm_min() * T(7);
-      case 4:
-        return T(1e4);
-      case 5:
-        return T(-1e4);
-      default:
-        return T(int(b) - 134) / T(16);  // -8 ... 7.6 in steps of 1/16: ties are common
-    }
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_, pos_ = 0;
-};
-
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "gradient_fuzzer: %s\n", what.c_str());
-  std::abort();
-}
+[[noreturn]] void fail(const std::string& what) { test::fuzz_failure("gradient_fuzzer", what); }
 
 /// What an attempt ended with: nothing thrown, or the kind and message of what was.
 struct outcome {

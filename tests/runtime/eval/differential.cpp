@@ -12,6 +12,7 @@
 //                                                      (--log_level=message shows what it drew)
 #define BOOST_TEST_MODULE eval_differential
 #include "../../support/agreement.hpp"
+#include "../../support/random_cases.hpp"
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -28,57 +29,26 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 using namespace argus;
 
 namespace {
 
-template <class T, std::size_t H, std::size_t G, std::size_t DK, std::size_t DV>
-struct cfg {
-  using value_type = T;
-  static constexpr std::size_t heads = H, kv_heads = G, d_k = DK, d_v = DV;
-};
+using test::case_report;
+using test::case_seed;
+using test::cfg;
+using test::env_number;
+using test::values;
+const char* name(values v) { return test::name(v, "logits of +-1e4"); }
+
 // The paper's heads, grouped-query (2 and 4 query heads per K/V head), d_k != d_v, the
 // d = 128 fast path, odd widths, and double.
 using configs =
     std::tuple<cfg<float, 8, 8, 64, 64>, cfg<float, 4, 2, 16, 16>, cfg<float, 8, 2, 8, 12>,
                cfg<float, 4, 1, 12, 20>, cfg<float, 2, 2, 128, 128>, cfg<float, 3, 3, 5, 3>,
                cfg<double, 4, 2, 8, 8>, cfg<double, 3, 1, 4, 6>>;
-
-std::optional<std::uint64_t> env_number(const char* name) {
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == '\0') return std::nullopt;
-  return std::strtoull(s, nullptr, 0);
-}
-
-/// The seed of case n: splitmix64 of n, so neighbouring cases are unrelated.
-std::uint64_t case_seed(std::uint64_t n) {
-  std::uint64_t z = n + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-enum class values { normal, large_logits, ties, denormal };
-const char* name(values v) {
-  switch (v) {
-    case values::normal:
-      return "normal";
-    case values::large_logits:
-      return "logits of +-1e4";
-    case values::ties:
-      return "exact ties";
-    default:
-      return "denormal";
-  }
-}
-
-/// What one case drew, printed when it fails.
-struct case_report {
-  std::ostringstream text;
-  bool failed = false;
-};
 
 template <class C>
 struct problem {
@@ -235,20 +205,13 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   }
 }
 
-template <std::size_t I = 0>
-void dispatch(std::size_t config, std::mt19937_64& g, case_report& rep) {
-  if constexpr (I < std::tuple_size_v<configs>) {
-    if (config == I) return run_case<std::tuple_element_t<I, configs>>(g, rep);
-    dispatch<I + 1>(config, g, rep);
-  }
-}
-
 /// Runs the case of `seed`; false (with the report printed) when an evaluator disagrees.
 bool run_seed(std::uint64_t seed, std::size_t* failures, bool verbose = false) {
   std::mt19937_64 g(seed);
   case_report rep;
-  dispatch(std::uniform_int_distribution<std::size_t>(0, std::tuple_size_v<configs> - 1)(g), g,
-           rep);
+  test::with_config<configs>(
+      std::uniform_int_distribution<std::size_t>(0, std::tuple_size_v<configs> - 1)(g),
+      [&]<class C>(std::type_identity<C>) { run_case<C>(g, rep); });
   if (verbose) BOOST_TEST_MESSAGE("case of seed " << seed << ": " << rep.text.str());
   if (rep.failed) {
     ++*failures;
