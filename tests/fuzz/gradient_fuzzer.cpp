@@ -69,7 +69,8 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   tensor<T, q_shape> q(b, sq);   // (B,H,SEQ_Q,D_K)
   tensor<T, k_shape> k(b, skv);  // (B,G,SEQ_KV,D_K)
   tensor<T, v_shape> v(b, skv);  // (B,G,SEQ_KV,D_V)
-  // Misuse: dO one query longer (bit 1) or one batch item more (bit 2) than the output.
+  // Misuse: dO one query longer (misuse & 1) or one batch item more (misuse & 2) than the
+  // output.
   const std::size_t dq_seq = sq + ((misuse & 1) ? 1 : 0), d_batch = b + ((misuse & 2) ? 1 : 0);
   tensor<T, o_shape> dout(d_batch, dq_seq);                 // (B,H,SEQ_Q,D_V)
   tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);  // (B,SEQ_KV)
@@ -82,7 +83,7 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   for (auto& x : pad) x = in.next() < 64;
   for (auto& x : pairs) x = in.next() < 64;
   for (auto& x : add) x = in.value<T>();
-  // Dropout: none (byte < 128), a rate in (0, 1] or, with misuse bit 4, one outside [0, 1].
+  // Dropout: none (byte < 128), a rate in (0, 1] or, with misuse & 4, one outside [0, 1].
   std::optional<argus::dropout> drop;
   if (misuse & 4)
     drop = argus::dropout{

@@ -1,7 +1,8 @@
 // tests/support/grad_agreement.hpp -- test support: the attention core's output and gradients
 // by the rules of docs/reference/semantics.md (1-9), in double, with a bound on how far an
 // evaluator computing in T may lie from each element (docs/reliability.md). The gradient
-// fuzzer holds forward_for_training and backward to it. No Boost.Test here.
+// fuzzer (tests/fuzz/gradient_fuzzer.cpp) and unit.grad.differential hold forward_for_training
+// and backward to it. No Boost.Test here.
 #pragma once
 
 #include <argus/kernel/dropout.hpp>
@@ -49,8 +50,8 @@ struct core_masks {
 /// a relative error of at most rho_i = e^(3 delta_i) − 1 + u (seq_kv + 16) (its exponential,
 /// the row's maximum and its sum) plus 4 times T's least normal number absolute (the fused
 /// evaluator's exponential gives exactly 0 below it, kernel/flash_micro_kernels.hpp); every
-/// product may lose a denorm_min to underflow and every sum of n
-/// products adds u (n + 16) times the sum of the magnitudes of its terms; dS_ij = P_ij (dP_ij
+/// sum of n products adds u (n + 16) times the sum of the magnitudes of its terms, and every
+/// product may lose a denorm_min to underflow (d_v + 1 of them in dP_ij); dS_ij = P_ij (dP_ij
 /// − D_i) carries P_ij's error over |dP_ij| + |D_i| and P_ij times D_i's error. The bound is
 /// what an evaluator may not exceed, not an estimate: 4 times it is the tolerance.
 template <class T>
