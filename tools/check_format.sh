@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks that every tracked C++ file (*.hpp, *.cpp) is formatted as .clang-format says
-# (clang-format --dry-run -Werror on each) and names each file that is not; VERBOSE=1 also
-# prints clang-format's diagnostics for each difference. Outside a git checkout, every such file under the source tree is checked
-# (build/ excluded). The ctest test "format" (label format) runs this.
+# (one clang-format --dry-run -Werror over them all) and names each file that is not; VERBOSE=1 also
+# prints clang-format's diagnostics for each difference. Outside a git checkout, every such
+# file under the source tree is checked (build/ excluded). The ctest test "format" (label format) runs this.
 #
 #   tools/check_format.sh              check
 #   tools/check_format.sh --fix        reformat the same files in place (the lead's command)
@@ -26,15 +26,26 @@ if [[ "${1:-}" == "--fix" ]]; then
   echo "check_format: reformatted ${#files[@]} files"
   exit 0
 fi
-bad=0
+# One clang-format process for every file: started once per file, loading LLVM was 90 % of
+# the check (24 s against 2 s for 217 files).
+existing=()
 for f in "${files[@]}"; do
-  [[ -f "$f" ]] || continue  # deleted in the work tree, not yet in the index
-  if [[ -n "${VERBOSE:-}" ]]; then quiet=/dev/stderr; else quiet=/dev/null; fi
-  "$format" --dry-run -Werror "$f" 2>"$quiet" || { echo "check_format: $f is not formatted"; bad=$((bad + 1)); }
+  [[ -f "$f" ]] && existing+=("$f")  # a file deleted in the work tree, not yet in the index
 done
-if [[ $bad -ne 0 ]]; then
-  echo "check_format: $bad of ${#files[@]} files differ from .clang-format; see a diff with"
+if output="$("$format" --dry-run -Werror "${existing[@]}" 2>&1)"; then
+  :
+else
+  # Each difference is a diagnostic "<file>:<line>:<col>: error: ..."; name each file once.
+  mapfile -t bad < <(sed -n 's/^\(.*\):[0-9][0-9]*:[0-9][0-9]*: error: .*/\1/p' <<<"$output" | LC_ALL=C sort -u)
+  if [[ ${#bad[@]} -eq 0 ]]; then
+    echo "check_format: $format failed without naming a difference:"
+    printf '%s\n' "$output"
+    exit 2
+  fi
+  [[ -z "${VERBOSE:-}" ]] || printf '%s\n' "$output" >&2
+  for f in "${bad[@]}"; do echo "check_format: $f is not formatted"; done
+  echo "check_format: ${#bad[@]} of ${#existing[@]} files differ from .clang-format; see a diff with"
   echo "  $format <file> | diff <file> -      or reformat all with tools/check_format.sh --fix"
   exit 1
 fi
-echo "check_format: ${#files[@]} files formatted"
+echo "check_format: ${#existing[@]} files formatted"
