@@ -1,21 +1,24 @@
-// libFuzzer target: training through the run-time entry points, forward_for_training(e, policy,
-// [dropout]) and backward(tape, dout, policy), driven by fuzz bytes -- run-time lengths (0
-// included, and long enough for two of the fused backward's 64-query and 256-key tiles),
-// batch, every mask kind (and the merged-heads form a module's core takes), dropout, values (NaN,
-// infinities, denormals, +-1e4 and ordinary numbers) in Q, K, V, the additive mask and dO, and
-// misuse: a dO whose run-time extents do not fit, a dropout rate outside [0, 1]. Every input either
-// trains, fused and unfused, with an output and dQ, dK, dV that agree with the rules of
-// docs/reference/semantics.md computed in double (tests/support/grad_agreement.hpp: which elements
-// are finite exactly, finite ones within a bound that follows the float arithmetic), or is rejected
-// by both evaluators with the same exception, argus::shape_error for a dO that does not fit and
-// std::invalid_argument for a bad rate; anything else (a crash, a sanitizer report, another
-// exception, a disagreement) aborts.
+// libFuzzer target: training through the run-time entry points, forward_for_training and
+// backward, driven by fuzz bytes, on attention written as expressions (the core) and on
+// multi_head_attention modules -- run-time lengths (0 included, and long enough for two of the
+// fused backward's 64-query and 256-key tiles), batch, every mask kind (and the merged-heads
+// form a module's core takes), dropout, self-attention, values (NaN, infinities, denormals,
+// large and ordinary numbers) in the inputs, the additive mask and dO (and in a module's
+// weights), and misuse: a dO whose run-time extents do not fit, a dropout rate outside [0, 1],
+// a value input longer than the key input. Every input either trains, fused and unfused, with
+// an output and gradients that agree with the rules of docs/reference/semantics.md computed in
+// double (tests/support/grad_agreement.hpp: which elements are finite exactly, finite ones
+// within a bound that follows the float arithmetic), or is rejected by both evaluators with
+// the same exception, argus::shape_error for extents that do not fit and std::invalid_argument
+// for a bad rate; anything else (a crash, a sanitizer report, another exception, a
+// disagreement) aborts.
 //
 //   cmake --preset fuzz && cmake --build --preset fuzz && ctest --preset fuzz   (bounded run)
 //   make fuzz FUZZER=gradient_fuzzer FUZZ_SECONDS=3600                            (long run)
 //
-// Input layout: byte 0 the configuration, 1 batch, 2 seq_q, 3 seq_kv, 4 mask flags, 5 misuse
-// flags, 6 threads, 7 dropout; the rest are element values, one byte each, cycled when short.
+// Input layout: byte 0 the configuration (bit 7: a module), 1 batch, 2 seq_q, 3 seq_kv, 4 mask
+// flags (a module: bit 6 self-attention, bit 7 non-finite weights too), 5 misuse flags, 6
+// threads, 7 dropout; the rest are element values, one byte each, cycled when short.
 #include "../support/fuzz_bytes.hpp"
 #include "../support/grad_agreement.hpp"
 #include <argus/argus.hpp>
@@ -59,6 +62,17 @@ outcome attempt(F&& body) {
   }
 }
 
+/// Dropout: none (byte < 128), a rate in (0, 1] or, with misuse & 4, one outside [0, 1].
+std::optional<argus::dropout> dropout_of(std::uint8_t misuse, std::uint8_t drop_byte) {
+  if (misuse & 4)
+    return argus::dropout{
+        (drop_byte & 1) ? 1.0 + double(drop_byte) / 64 : std::numeric_limits<double>::quiet_NaN(),
+        drop_byte};
+  if (drop_byte >= 128)
+    return argus::dropout{double(drop_byte - 127) / 128, std::uint64_t(drop_byte) * 7919u};
+  return std::nullopt;
+}
+
 template <class T, std::size_t H, std::size_t G, std::size_t DK, std::size_t DV>
 void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::uint8_t masks,
          std::uint8_t misuse, std::uint8_t drop_byte) {
@@ -83,14 +97,7 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   for (auto& x : pad) x = in.next() < 64;
   for (auto& x : pairs) x = in.next() < 64;
   for (auto& x : add) x = in.value<T>();
-  // Dropout: none (byte < 128), a rate in (0, 1] or, with misuse & 4, one outside [0, 1].
-  std::optional<argus::dropout> drop;
-  if (misuse & 4)
-    drop = argus::dropout{
-        (drop_byte & 1) ? 1.0 + double(drop_byte) / 64 : std::numeric_limits<double>::quiet_NaN(),
-        drop_byte};
-  else if (drop_byte >= 128)
-    drop = argus::dropout{double(drop_byte - 127) / 128, std::uint64_t(drop_byte) * 7919u};
+  const std::optional<argus::dropout> drop = dropout_of(misuse, drop_byte);
   const bool must_reject = (misuse & 7) != 0;
 
   // make() builds the expression; Merged: it is merge_heads of a core, whose output and dO
@@ -185,6 +192,159 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   }
 }
 
+// ---- modules --------------------------------------------------------------------------
+// A module's projections round in T, and the rules' bounds (grad_agreement.hpp) take the
+// core's inputs as exact. So a module's inputs, dO and weights are values on which they are:
+// inputs and dO multiples of 1/16 up to 8 in magnitude, or +-1024, -0, NaN, +-inf; weights
+// and biases multiples of 1/8 up to 2 (NaN and +-inf too where the flags say so). With
+// widths up to 32, x·W + b then stays below 2^17 in steps of 2^-7 (fewer than 24
+// significant bits), so Q, K, V and dA = dO·W_oᵀ are exact whatever the order of the sums,
+// and the core's inputs are what the rules take; every later product carries the core's
+// bounds (module_gradients).
+
+template <class T>
+T exact_input(byte_source& in) {
+  const std::uint8_t b = in.next();
+  switch (b) {
+    case 0:
+      return std::numeric_limits<T>::quiet_NaN();
+    case 1:
+      return std::numeric_limits<T>::infinity();
+    case 2:
+      return -std::numeric_limits<T>::infinity();
+    case 3:
+      return T(1024);
+    case 4:
+      return T(-1024);
+    case 5:
+      return T(-0.0);
+    default:
+      return T(int(b) - 134) / T(16);  // -8 ... 7.6875 in steps of 1/16
+  }
+}
+
+template <class T>
+T exact_weight(byte_source& in, bool non_finite) {
+  const std::uint8_t b = in.next();
+  if (non_finite && b < 3)
+    return b == 0 ? std::numeric_limits<T>::quiet_NaN()
+                  : (b == 1 ? 1 : -1) * std::numeric_limits<T>::infinity();
+  return T(int(b % 33) - 16) / T(8);  // -2 ... 2 in steps of 1/8
+}
+
+template <class T, std::size_t W>
+using activation = tensor<T, shape<batch<>, seq<>, model<W>>>;
+
+template <class M>
+void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::uint8_t flags,
+                std::uint8_t misuse, std::uint8_t drop_byte) {
+  using T = typename M::value_type;
+  static_assert(
+      !std::is_same_v<T, float> || (M::d_model <= 32 && M::kdim <= 32 && M::vdim <= 32),
+      "wider float modules round in their projections: the rules' bounds need exact ones");
+  constexpr bool can_self = M::kdim == M::d_model && M::vdim == M::d_model;
+  const bool self = can_self && (flags & 0x40) != 0;
+  if (self) skv = sq;
+  const bool longer_v = !self && (misuse & 8) != 0;  // x_v one row longer than x_k
+  M m;
+  const bool wild = (flags & 0x80) != 0;
+  for (auto& x : m.w_q) x = exact_weight<T>(in, wild);
+  for (auto& x : m.w_k) x = exact_weight<T>(in, wild);
+  for (auto& x : m.w_v) x = exact_weight<T>(in, wild);
+  for (auto& x : m.w_o) x = exact_weight<T>(in, wild);
+  if constexpr (M::has_bias) {
+    for (auto& x : m.b_q) x = exact_weight<T>(in, wild);
+    for (auto& x : m.b_k) x = exact_weight<T>(in, wild);
+    for (auto& x : m.b_v) x = exact_weight<T>(in, wild);
+    for (auto& x : m.b_o) x = exact_weight<T>(in, wild);
+  }
+  activation<T, M::d_model> x_q(b, sq);
+  activation<T, M::kdim> x_k(b, skv);
+  activation<T, M::vdim> x_v(b, skv + (longer_v ? 1 : 0));
+  const std::size_t dq_seq = sq + ((misuse & 1) ? 1 : 0), d_batch = b + ((misuse & 2) ? 1 : 0);
+  activation<T, M::d_model> dout(d_batch, dq_seq);
+  tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);  // (B,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);         // (SEQ_Q,SEQ_KV)
+  tensor<T, shape<seq<>, seq<>>> add(sq, skv);              // (SEQ_Q,SEQ_KV)
+  for (auto& x : x_q) x = exact_input<T>(in);
+  for (auto& x : x_k) x = exact_input<T>(in);
+  for (auto& x : x_v) x = exact_input<T>(in);
+  for (auto& x : dout) x = exact_input<T>(in);
+  for (auto& x : pad) x = in.next() < 64;
+  for (auto& x : pairs) x = in.next() < 64;
+  for (auto& x : add) x = in.value<T>();
+  const std::optional<argus::dropout> drop = dropout_of(misuse, drop_byte);
+  const bool must_reject = (misuse & 7) != 0 || longer_v;
+
+  auto check = [&](test::core_masks<T> used, const auto&... masks) {
+    std::optional<test::module_gradients<T, M>> want;
+    if (!must_reject)
+      want.emplace(m, b, sq, skv, x_q.data(), self ? x_q.data() : x_k.data(),
+                   self ? x_q.data() : x_v.data(), dout.data(), used, drop ? drop->rate : 0.0,
+                   drop ? drop->seed : 0);
+    auto train = [&](auto policy, const char* who) {
+      return attempt([&] {
+        auto forward = [&](const auto&... options) {
+          if constexpr (can_self)  // the same tensor three times, as forward(x) passes it
+            if (self) return forward_for_training(m, policy, x_q, x_q, x_q, options...);
+          return forward_for_training(m, policy, x_q, x_k, x_v, options...);
+        };
+        auto tape = drop ? forward(masks..., *drop) : forward(masks...);
+        auto g = backward(tape, dout, policy);
+        if (!want) return;  // accepted misuse: reported below
+        const auto agree = [&](const char* name, const auto& got, const test::bounded_values& w) {
+          const std::string d = test::bounded_disagreement(name, got, w);
+          if (!d.empty())
+            fail(std::string("module, ") + who + (self ? ", self-attention: " : ": ") + d);
+        };
+        agree("out", tape.output(), want->out);
+        agree("x_q", g.x_q, want->x_q), agree("x_k", g.x_k, want->x_k);
+        agree("x_v", g.x_v, want->x_v);
+        agree("w_q", g.w_q, want->w_q), agree("w_k", g.w_k, want->w_k);
+        agree("w_v", g.w_v, want->w_v), agree("w_o", g.w_o, want->w_o);
+        if constexpr (M::has_bias) {
+          agree("b_q", g.b_q, want->b_q), agree("b_k", g.b_k, want->b_k);
+          agree("b_v", g.b_v, want->b_v), agree("b_o", g.b_o, want->b_o);
+        }
+      });
+    };
+    const outcome of = train(fused, "fused"), ou = train(unfused, "unfused");
+    if (of.k != ou.k)
+      fail("module: fused and unfused end differently: " +
+           (of.k == outcome::ok ? ou.what : of.what));
+    if (of.k != outcome::ok) {
+      if (!must_reject) fail("module: a valid input rejected: " + of.what);
+      // forward_for_training checks the inputs' extents before the rate.
+      const auto expected = longer_v       ? outcome::shape
+                            : (misuse & 4) ? outcome::argument
+                                           : outcome::shape;
+      if (of.k != expected) fail("module: misuse named as another: " + of.what);
+      return;
+    }
+    if (must_reject) fail("module: extents that do not fit, or a bad rate, accepted");
+  };
+  test::core_masks<T> used;
+  switch (flags % 6) {
+    case 0:
+      return check(used);
+    case 1:
+      used.causal = true;
+      return check(used, causal);
+    case 2:
+      used.pad = pad.data();
+      return check(used, ignore_keys(pad));
+    case 3:
+      used.pairs = pairs.data(), used.causal = true;
+      return check(used, ignore_where(pairs), causal);
+    case 4:
+      used.add = add.data();
+      return check(used, add_to_scores(add));
+    default:
+      used.add = add.data(), used.pad = pad.data(), used.pairs = pairs.data(), used.causal = true;
+      return check(used, add_to_scores(add), ignore_keys(pad), ignore_where(pairs), causal);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -195,6 +355,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t sq = data[2] % 80 + ((data[2] & 0x80) != 0 ? 60 : 0);
   const std::size_t skv = data[3] % 80 + ((data[3] & 0x80) != 0 ? 240 : 0);
   set_num_threads(1 + data[6] % 3);
+  if (data[0] & 0x80) {  // modules: GQA, no biases and wider heads, cross-attention, double
+    switch (data[0] % 4) {
+      case 0:
+        run_module<multi_head_attention<16, 4, mha_options{.kv_heads = 2}, float>>(
+            in, b, sq, skv, data[4], data[5], data[7]);
+        break;
+      case 1:
+        run_module<multi_head_attention<32, 2, mha_options{.bias = false}, float>>(
+            in, b, sq, skv, data[4], data[5], data[7]);
+        break;
+      case 2:
+        run_module<multi_head_attention<
+            12, 3, mha_options{.d_k = 4, .d_v = 6, .kdim = 5, .vdim = 7}, float>>(
+            in, b, sq, skv, data[4], data[5], data[7]);
+        break;
+      default:
+        run_module<multi_head_attention<8, 2, mha_options{}, double>>(in, b, sq, skv, data[4],
+                                                                      data[5], data[7]);
+        break;
+    }
+    return 0;
+  }
   switch (data[0] % 4) {
     case 0:
       run<float, 4, 2, 8, 8>(in, b, sq, skv, data[4], data[5], data[7]);

@@ -1,8 +1,9 @@
 // tests/support/grad_agreement.hpp -- test support: the attention core's output and gradients
-// by the rules of docs/reference/semantics.md (1-9), in double, with a bound on how far an
-// evaluator computing in T may lie from each element (docs/reliability.md). The gradient
-// fuzzer (tests/fuzz/gradient_fuzzer.cpp) and unit.grad.differential hold forward_for_training
-// and backward to it. No Boost.Test here.
+// by the rules of docs/reference/semantics.md (1-9), and a module's (rule 10 around them), in
+// double, with a bound on how far an evaluator computing in T may lie from each element
+// (docs/reliability.md). The gradient fuzzer (tests/fuzz/gradient_fuzzer.cpp: core and module)
+// and unit.grad.differential (core) hold forward_for_training and backward to it. No
+// Boost.Test here.
 #pragma once
 
 #include <argus/kernel/dropout.hpp>
@@ -14,6 +15,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 // The fuzzer's coverage instrumentation (a callback at every comparison) would make the
@@ -171,6 +173,127 @@ struct core_gradients {
           }
         }
       }
+  }
+};
+
+/// e · x for an error bound e (perhaps infinite) and a magnitude x: an exact 0 stays 0.
+inline double scaled_bound(double e, double x) { return x == 0 ? 0.0 : e * x; }
+
+/// y (m × n) = Σ_t a(i, t) · b(t, j) [+ c[j]] in double, each element with the bound of a T
+/// evaluator that is handed a and b within their bounds and sums in any order: every term's
+/// error from its factors' (a's error times |b|, b's times |a|, and their product), u (k + 16)
+/// times the sum of the terms' magnitudes, and a denorm_min per product lost to underflow.
+/// a(i, t) and b(t, j) return {value, bound}.
+template <class T, class A, class B>
+ARGUS_TEST_NO_COVERAGE bounded_values product(std::size_t m, std::size_t n, std::size_t k, A a, B b,
+                                              const T* c) {
+  const double u = std::numeric_limits<T>::epsilon() / 2, sum_u = u * double(k + 16);
+  const double underflow = double(k + 1) * double(std::numeric_limits<T>::denorm_min());
+  bounded_values y(m * n);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double v = c ? double(c[j]) : 0.0, err = 0, mag = c ? std::abs(double(c[j])) : 0.0;
+      for (std::size_t t = 0; t < k; ++t) {
+        const auto [av, ae] = a(i, t);
+        const auto [bv, be] = b(t, j);
+        v += av * bv;
+        const double e =
+            scaled_bound(ae, std::abs(bv)) + scaled_bound(be, std::abs(av)) + scaled_bound(ae, be);
+        err += e;
+        mag += std::abs(av * bv) + e;  // what the evaluator's own product may reach
+      }
+      y.value[i * n + j] = v;
+      y.bound[i * n + j] = err + sum_u * mag + underflow;
+    }
+  return y;
+}
+
+/// A multi_head_attention module's output and the gradients of every input and parameter by
+/// the rules (1-10), in double, each element with a bound, for row-major inputs x_q
+/// (B,SQ,D_MODEL), x_k (B,SKV,KDIM), x_v (B,SKV,VDIM) and dout (B,SQ,D_MODEL) on which the
+/// projections into the core, Q = x_q·W_q + b_q (and K, V) and dA = dout·W_oᵀ, are exact in
+/// T: the caller's inputs make them so (the gradient fuzzer's few-bit dyadic values), so that
+/// the core's inputs are exactly what core_gradients takes. Its bounds then carry over to
+/// out = A·W_o + b_o, dW_o = Aᵀ·dout, and dx = dQ·W_qᵀ, dW_q = x_qᵀ·dQ, db_q = Σ dQ (and
+/// the same for K and V) by product(). Without biases the bias members stay empty.
+template <class T, class M>
+struct module_gradients {
+  bounded_values out, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
+
+  ARGUS_TEST_NO_COVERAGE module_gradients(const M& m, std::size_t nb, std::size_t sq,
+                                          std::size_t skv, const T* xq, const T* xk, const T* xv,
+                                          const T* dout, const core_masks<T>& masks,
+                                          double dropout_rate, std::uint64_t dropout_seed) {
+    constexpr std::size_t H = M::heads, G = M::kv_heads, DK = M::d_k, DV = M::d_v;
+    constexpr std::size_t D = M::d_model, KD = M::kdim, VD = M::vdim;
+    constexpr std::size_t hk = H * DK, gk = G * DK, gv = G * DV, hv = H * DV;
+    const std::size_t rq = nb * sq, rkv = nb * skv;
+    using entry = std::pair<double, double>;
+    const auto exact = [](const T* p, std::size_t ld) {
+      return [p, ld](std::size_t i, std::size_t j) { return entry{double(p[i * ld + j]), 0.0}; };
+    };
+    const auto exact_t = [](const T* p, std::size_t ld) {  // the transpose of p (rows of ld)
+      return [p, ld](std::size_t i, std::size_t j) { return entry{double(p[j * ld + i]), 0.0}; };
+    };
+    const auto ones = [](std::size_t, std::size_t) { return entry{1.0, 0.0}; };
+    const T *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+    if constexpr (M::has_bias)
+      bq = m.b_q.data(), bk = m.b_k.data(), bv = m.b_v.data(), bo = m.b_o.data();
+
+    // The core's inputs, exact, in head-major layouts.
+    const auto head_major = [](const bounded_values& x, std::size_t n, std::size_t heads,
+                               std::size_t d, std::size_t batch) {
+      std::vector<T> y(x.value.size());
+      for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t h = 0; h < heads; ++h)
+            for (std::size_t c = 0; c < d; ++c)
+              y[((b * heads + h) * n + i) * d + c] =
+                  T(x.value[(b * n + i) * heads * d + h * d + c]);
+      return y;
+    };
+    const auto q =
+        head_major(product<T>(rq, hk, D, exact(xq, D), exact(m.w_q.data(), hk), bq), sq, H, DK, nb);
+    const auto k = head_major(product<T>(rkv, gk, KD, exact(xk, KD), exact(m.w_k.data(), gk), bk),
+                              skv, G, DK, nb);
+    const auto v = head_major(product<T>(rkv, gv, VD, exact(xv, VD), exact(m.w_v.data(), gv), bv),
+                              skv, G, DV, nb);
+    const auto d_a = head_major(product<T>(rq, hv, D, exact(dout, D), exact_t(m.w_o.data(), D),
+                                           static_cast<const T*>(nullptr)),
+                                sq, H, DV, nb);
+    const core_gradients<T> core(nb, H, G, sq, skv, DK, DV, q.data(), k.data(), v.data(),
+                                 d_a.data(), masks, dropout_rate, dropout_seed);
+
+    // The core's results read in the merged layout (rows b·n + i, columns h·d + c).
+    const auto merged = [](const bounded_values& x, std::size_t n, std::size_t heads,
+                           std::size_t d) {
+      return [&x, n, heads, d](std::size_t r, std::size_t col) {
+        const std::size_t e = ((r / n * heads + col / d) * n + r % n) * d + col % d;
+        return entry{x.value[e], x.bound[e]};
+      };
+    };
+    const auto transposed = [](auto f) {
+      return [f](std::size_t i, std::size_t j) { return f(j, i); };
+    };
+    const T* none = nullptr;
+    const auto a = merged(core.out, sq, H, DV);
+    out = product<T>(rq, D, hv, a, exact(m.w_o.data(), D), bo);
+    w_o = product<T>(hv, D, rq, transposed(a), exact(dout, D), none);
+    const auto d_q = merged(core.dq, sq, H, DK);
+    const auto d_k = merged(core.dk, skv, G, DK);
+    const auto d_v = merged(core.dv, skv, G, DV);
+    x_q = product<T>(rq, D, hk, d_q, exact_t(m.w_q.data(), hk), none);
+    x_k = product<T>(rkv, KD, gk, d_k, exact_t(m.w_k.data(), gk), none);
+    x_v = product<T>(rkv, VD, gv, d_v, exact_t(m.w_v.data(), gv), none);
+    w_q = product<T>(D, hk, rq, exact_t(xq, D), d_q, none);
+    w_k = product<T>(KD, gk, rkv, exact_t(xk, KD), d_k, none);
+    w_v = product<T>(VD, gv, rkv, exact_t(xv, VD), d_v, none);
+    if constexpr (M::has_bias) {
+      b_o = product<T>(1, D, rq, ones, exact(dout, D), none);
+      b_q = product<T>(1, hk, rq, ones, d_q, none);
+      b_k = product<T>(1, gk, rkv, ones, d_k, none);
+      b_v = product<T>(1, gv, rkv, ones, d_v, none);
+    }
   }
 };
 

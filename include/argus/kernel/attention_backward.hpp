@@ -288,6 +288,12 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
   const bool masked = detail::has_masks(p);
   parallel_for(p.batch * p.kv_heads, [&](std::size_t t, std::size_t) {
     const std::size_t b = t / p.kv_heads, g = t % p.kv_heads;
+    if (skv == 0) {  // no key: dQ = 0 (and K, V, dK, dV, maybe views of merged arrays, no storage)
+      if (sq != 0)
+        for (std::size_t h = g * group; h < (g + 1) * group; ++h)
+          detail::zero_rows(bp.d_q + b * p.q_batch + h * p.q_head, sq, p.d_k, p.q_row);
+      return;
+    }
     const T* k = p.k + b * p.k_batch + g * p.k_head;
     const T* v = p.v + b * p.v_batch + g * p.v_head;
     T* dk = bp.d_k + b * p.k_batch + g * p.k_head;
@@ -309,10 +315,6 @@ void attention_backward_unfused(const attention_backward_problem<T>& bp) {
       const T* q = p.q + b * p.q_batch + h * p.q_head;
       const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head;
       T* dq = bp.d_q + b * p.q_batch + h * p.q_head;
-      if (skv == 0) {
-        detail::zero_rows(dq, sq, p.d_k, p.q_row);
-        continue;
-      }
       detail::unfused_probabilities(p, b, h, s);
       softmax_rows(s, sq, skv, skv);                                        // P
       gemm_nt<T>(sq, skv, p.d_v, T(1), d_o, p.o_row, v, p.v_row, ds, skv);  // dP̃ = dO Vᵀ

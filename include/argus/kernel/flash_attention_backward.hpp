@@ -507,10 +507,12 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
   assert(p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && p.d_k >= 1);
   constexpr std::size_t bk = flash_backward_tiles::k_tile;
   const std::size_t sq = p.seq_q, dkw = p.d_k;
-  // dQ starts at zero: every key tile adds to it.
-  for (std::size_t b = 0; b < p.batch; ++b)
-    for (std::size_t h = 0; h < p.heads; ++h)
-      detail::zero_rows(bp.d_q + b * p.q_batch + h * p.q_head, sq, dkw, p.q_row);
+  // dQ starts at zero: every key tile adds to it. No query, no dQ (and its heads, maybe
+  // strided views of a merged array, no storage to offset into); dK and dV are still zeroed.
+  if (sq != 0)
+    for (std::size_t b = 0; b < p.batch; ++b)
+      for (std::size_t h = 0; h < p.heads; ++h)
+        detail::zero_rows(bp.d_q + b * p.q_batch + h * p.q_head, sq, dkw, p.q_row);
   if (p.seq_kv == 0) return;
   std::vector<T> row_dots(p.batch * p.heads * sq);  // (B,H,SEQ_Q) D = rowsum(dO ∘ O)
   detail::backward_row_dots(bp, row_dots.data());

@@ -350,6 +350,59 @@ BOOST_AUTO_TEST_CASE(empty_lengths_train_head_major_and_merged) {
   }
 }
 
+// The same through a module, whose core sees merged (B,SEQ,H*D) views of its projections:
+// with no query, the output and x_q's gradient are empty and every other gradient is 0; with
+// no key, every row is fully masked (rule 4), so the output is b_o in every row, dW_o = 0,
+// db_o = Σ dout, and the query side's gradients are 0 (cross-attention, GQA, both
+// policies). (Only Clang's UBSan saw the null pointers the backward passes offset here; the
+// gradient fuzzer found it.)
+BOOST_AUTO_TEST_CASE(empty_lengths_train_a_module) {
+  using M = multi_head_attention<8, 4, mha_options{.kv_heads = 2, .kdim = 5}, double>;
+  using activation = tensor<double, shape<batch<>, seq<>, model<8>>>;
+  using key_input = tensor<double, shape<batch<>, seq<>, model<5>>>;
+  M m;
+  randomize(m.w_q), randomize(m.w_k), randomize(m.w_v), randomize(m.w_o);
+  randomize(m.b_q), randomize(m.b_k), randomize(m.b_v), randomize(m.b_o);
+  auto all_zero = [](const auto& t) {
+    return std::all_of(t.begin(), t.end(), [](double x) { return x == 0.0; });
+  };
+  for (const auto& lengths : {std::pair{std::size_t{0}, std::size_t{5}}, {3, 0}, {0, 0}}) {
+    const std::size_t sq = lengths.first, skv = lengths.second;  // lambdas capture these
+    activation x_q(2, sq), dout(2, sq), x_v(2, skv);
+    key_input x_k(2, skv);
+    randomize(x_q), randomize(dout), randomize(x_k), randomize(x_v);
+    auto check = [&](auto policy) {
+      std::ostringstream where;
+      where << decltype(policy)::name << ", seq_q " << sq << ", seq_kv " << skv;
+      auto tape = forward_for_training(m, policy, x_q, x_k, x_v, causal, dropout{0.5, 3});
+      const auto g = backward(tape, dout, policy);
+      BOOST_TEST(g.x_q.size() == 2 * sq * 8, where.str());
+      BOOST_TEST(g.x_k.size() == 2 * skv * 5, where.str());
+      BOOST_TEST(all_zero(g.x_q), where.str());
+      BOOST_TEST(all_zero(g.x_k), where.str());
+      BOOST_TEST(all_zero(g.x_v), where.str());
+      BOOST_TEST(all_zero(g.w_q), where.str());
+      BOOST_TEST(all_zero(g.w_k), where.str());
+      BOOST_TEST(all_zero(g.w_v), where.str());
+      BOOST_TEST(all_zero(g.w_o), where.str());
+      BOOST_TEST(all_zero(g.b_q), where.str());
+      BOOST_TEST(all_zero(g.b_k), where.str());
+      BOOST_TEST(all_zero(g.b_v), where.str());
+      for (std::size_t c = 0; c < 8; ++c) {
+        double sum = 0;
+        for (std::size_t b = 0; b < 2; ++b)
+          for (std::size_t i = 0; i < sq; ++i) {
+            sum += dout(b, i, c);
+            BOOST_TEST(tape.output()(b, i, c) == m.b_o(c), where.str());
+          }
+        BOOST_TEST(g.b_o(c) == sum, boost::test_tools::tolerance(1e-12));
+      }
+    };
+    check(fused);
+    check(unfused);
+  }
+}
+
 // A padded key whose K and V rows are NaN, with dropout: the output and every gradient stay
 // finite under both policies.
 BOOST_AUTO_TEST_CASE(padding_with_nan_rows_and_dropout_gives_finite_gradients) {
