@@ -203,27 +203,6 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
 // bounds (module_gradients).
 
 template <class T>
-T exact_input(byte_source& in) {
-  const std::uint8_t b = in.next();
-  switch (b) {
-    case 0:
-      return std::numeric_limits<T>::quiet_NaN();
-    case 1:
-      return std::numeric_limits<T>::infinity();
-    case 2:
-      return -std::numeric_limits<T>::infinity();
-    case 3:
-      return T(1024);
-    case 4:
-      return T(-1024);
-    case 5:
-      return T(-0.0);
-    default:
-      return T(int(b) - 134) / T(16);  // -8 ... 7.6875 in steps of 1/16
-  }
-}
-
-template <class T>
 T exact_weight(byte_source& in, bool non_finite) {
   const std::uint8_t b = in.next();
   if (non_finite && b < 3)
@@ -266,10 +245,10 @@ void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv,
   tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);  // (B,SEQ_KV)
   tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);         // (SEQ_Q,SEQ_KV)
   tensor<T, shape<seq<>, seq<>>> add(sq, skv);              // (SEQ_Q,SEQ_KV)
-  for (auto& x : x_q) x = exact_input<T>(in);
-  for (auto& x : x_k) x = exact_input<T>(in);
-  for (auto& x : x_v) x = exact_input<T>(in);
-  for (auto& x : dout) x = exact_input<T>(in);
+  for (auto& x : x_q) x = in.value<T>(true);
+  for (auto& x : x_k) x = in.value<T>(true);
+  for (auto& x : x_v) x = in.value<T>(true);
+  for (auto& x : dout) x = in.value<T>(true);
   for (auto& x : pad) x = in.next() < 64;
   for (auto& x : pairs) x = in.next() < 64;
   for (auto& x : add) x = in.value<T>();

@@ -17,8 +17,12 @@ class byte_source {
   byte_source(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
   std::uint8_t next() { return size_ == 0 ? 0 : data_[pos_++ % size_]; }
 
+  /// NaN, +-inf, a denormal, +-1e4, or -8 ... 7.6875 in steps of 1/16 (ties are common).
+  /// `exact`: -0 and +-1024 instead of the denormal and +-1e4, values whose products with
+  /// multiples of 1/8 up to 2, summed 32 at a time, are exact in float (the gradient
+  /// fuzzer's module inputs).
   template <class T>
-  T value() {
+  T value(bool exact = false) {
     const std::uint8_t b = next();
     switch (b) {
       case 0:
@@ -28,13 +32,13 @@ class byte_source {
       case 2:
         return -std::numeric_limits<T>::infinity();
       case 3:
-        return std::numeric_limits<T>::denorm_min() * T(7);
+        return exact ? T(-0.0) : std::numeric_limits<T>::denorm_min() * T(7);
       case 4:
-        return T(1e4);
+        return exact ? T(1024) : T(1e4);
       case 5:
-        return T(-1e4);
+        return exact ? T(-1024) : T(-1e4);
       default:
-        return T(int(b) - 134) / T(16);  // -8 ... 7.6 in steps of 1/16: ties are common
+        return T(int(b) - 134) / T(16);
     }
   }
 
