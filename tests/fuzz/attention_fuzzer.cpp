@@ -1,18 +1,24 @@
 // libFuzzer target: the run-time entry points of argus driven by fuzz bytes -- run-time
 // lengths (0 included), batch, masks (and mask extents that may not fit), values (NaN,
 // infinities, denormals, +-1e4 and ordinary numbers), moved-from operands and the output
-// tensor of evaluate(e, policy, out). Every input either evaluates, fused and unfused, in
-// agreement with the double reference (tests/support/agreement.hpp), or is rejected with
-// argus::shape_error by every evaluator; anything else (a crash, a sanitizer report, another
-// exception, a disagreement) aborts.
+// tensor of evaluate(e, policy, out), for attention written as expressions and for
+// multi_head_attention modules (self- and cross-attention, non-finite weights, a value input
+// longer than the key input). Every input either evaluates, fused and unfused, in agreement
+// with the double reference (tests/support/agreement.hpp; a module's with the rules and
+// bounds of tests/support/grad_agreement.hpp), or is rejected with argus::shape_error by
+// every evaluator; anything else (a crash, a sanitizer report, another exception, a
+// disagreement) aborts.
 //
 //   cmake --preset fuzz && cmake --build --preset fuzz && ctest --preset fuzz   (bounded run)
 //   make fuzz FUZZ_SECONDS=3600                                                 (long run)
 //
-// Input layout: byte 0 the configuration, 1 batch, 2 seq_q, 3 seq_kv, 4 mask flags, 5 misuse
-// flags, 6 threads; the rest are element values, one byte each, cycled when short.
+// Input layout: byte 0 the configuration (bit 7: a module), 1 batch, 2 seq_q, 3 seq_kv, 4 mask
+// flags (a module: bit 6 self-attention, bit 7 non-finite weights too), 5 misuse flags, 6
+// threads; the rest are element values, one byte each, cycled when short.
 #include "../support/agreement.hpp"
 #include "../support/fuzz_bytes.hpp"
+#include "../support/grad_agreement.hpp"
+#include "../support/mask_chains.hpp"
 #include <argus/argus.hpp>
 
 #include <cstddef>
@@ -28,6 +34,20 @@ namespace {
 using test::byte_source;
 
 [[noreturn]] void fail(const std::string& what) { test::fuzz_failure("attention_fuzzer", what); }
+
+/// Runs body: the message of the shape_error it throws, nothing if it throws none; any other
+/// exception fails.
+template <class F>
+std::optional<std::string> shape_error_of(F&& body) {
+  try {
+    body();
+    return std::nullopt;
+  } catch (const shape_error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    fail(std::string("an exception other than shape_error: ") + e.what());
+  }
+}
 
 template <class T, std::size_t H, std::size_t G, std::size_t DK, std::size_t DV>
 void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::uint8_t masks,
@@ -55,15 +75,7 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
 
   auto check = [&](auto make) {
     std::optional<std::string> rejected[3];
-    auto attempt = [&](int which, auto&& body) {
-      try {
-        body();
-      } catch (const shape_error& e) {
-        rejected[which] = e.what();
-      } catch (const std::exception& e) {
-        fail(std::string("an exception other than shape_error: ") + e.what());
-      }
-    };
+    auto attempt = [&](int which, auto&& body) { rejected[which] = shape_error_of(body); };
     std::optional<decltype(evaluate_reference(make()))> ref;
     std::optional<decltype(evaluate(make(), fused))> f, u;
     attempt(0, [&] { ref.emplace(evaluate_reference(make())); });
@@ -119,6 +131,95 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   }
 }
 
+/// A module's forward pass, evaluate(m.forward(...), policy), against the rules: its inputs
+/// and weights are values on which the projections are exact in T (byte_source::value(true)
+/// and weight(); gradient_fuzzer.cpp says why), so test::module_gradients bounds every output
+/// element. Misuse: masks one query or key longer (misuse & 3), a value input one row longer
+/// than the key input (misuse & 4, cross-attention), evaluate into a moved-from output
+/// (misuse & 8): shape_error from every evaluator.
+template <class M>
+void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::uint8_t flags,
+                std::uint8_t misuse) {
+  using T = typename M::value_type;
+  static_assert(
+      !std::is_same_v<T, float> || (M::d_model <= 32 && M::kdim <= 32 && M::vdim <= 32),
+      "wider float modules round in their projections: the rules' bounds need exact ones");
+  constexpr bool can_self = M::kdim == M::d_model && M::vdim == M::d_model;
+  const bool self = can_self && (flags & 0x40) != 0;
+  if (self) skv = sq;
+  const bool longer_v = !self && (misuse & 4) != 0;
+  M m;
+  test::fill_module(m, in, (flags & 0x80) != 0);
+  tensor<T, shape<batch<>, seq<>, model<M::d_model>>> x_q(b, sq);
+  tensor<T, shape<batch<>, seq<>, model<M::kdim>>> x_k(b, skv);
+  tensor<T, shape<batch<>, seq<>, model<M::vdim>>> x_v(b, skv + (longer_v ? 1 : 0));
+  const std::size_t mq = sq + ((misuse & 1) ? 1 : 0), mkv = skv + ((misuse & 2) ? 1 : 0);
+  tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, mkv);  // (B,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> pairs(mq, mkv);         // (SEQ_Q,SEQ_KV)
+  tensor<T, shape<seq<>, seq<>>> add(mq, skv);              // (SEQ_Q,SEQ_KV)
+  for (auto& x : x_q) x = in.value<T>(true);
+  for (auto& x : x_k) x = in.value<T>(true);
+  for (auto& x : x_v) x = in.value<T>(true);
+  for (auto& x : pad) x = in.next() < 64;
+  for (auto& x : pairs) x = in.next() < 64;
+  for (auto& x : add) x = in.value<T>();
+
+  auto check = [&](test::core_masks<T> used, const auto&... masks) {
+    auto make = [&] {
+      if constexpr (can_self)
+        if (self) return m.forward(x_q, x_q, x_q, masks...);
+      return m.forward(x_q, x_k, x_v, masks...);
+    };
+    std::optional<std::string> rejected[3];
+    std::optional<decltype(evaluate(make(), fused))> out[2];
+    auto attempt = [&](int which, auto&& body) { rejected[which] = shape_error_of(body); };
+    attempt(0, [&] { out[0].emplace(evaluate(make(), fused)); });
+    attempt(1, [&] { out[1].emplace(evaluate(make(), unfused)); });
+    if (self)  // forward(x), the one-input form
+      attempt(2, [&] {
+        if constexpr (can_self) {
+          auto one = evaluate(m.forward(x_q, masks...), fused);
+          if (const std::string d = test::disagreement(one, *out[0], 0.0); !d.empty())
+            fail("module: forward(x) and forward(x, x, x) differ: " + d);
+        }
+      });
+    else
+      attempt(2, [&] { (void)make(); });
+    // Which misuse this chain meets: a mask one query longer (misuse & 1: pairs, add) or one
+    // key longer (misuse & 2: padding, pairs), or the longer value input.
+    // (From the chain, not from used's pointers: an empty mask's data() may be null.)
+    const test::mask_chain_uses uses(flags);
+    const bool bad = longer_v || (uses.pairs && (misuse & 3) != 0) ||
+                     (uses.pad && (misuse & 2) != 0) || (uses.add && (misuse & 1) != 0);
+    if (rejected[0] || rejected[1] || rejected[2]) {
+      if (!(rejected[0] && rejected[1] && rejected[2]))
+        fail("module: rejected by some evaluators only: " +
+             rejected[0].value_or(rejected[1].value_or(*rejected[2])));
+      if (!bad) fail("module: a valid input rejected: " + *rejected[0]);
+      return;
+    }
+    if (bad) fail("module: extents that do not fit accepted");
+    const test::module_gradients<T, M> want(
+        m, b, sq, skv, x_q.data(), self ? x_q.data() : x_k.data(), self ? x_q.data() : x_v.data(),
+        nullptr, used, 0.0, 0, true);
+    for (int p = 0; p < 2; ++p)
+      if (const std::string d = test::bounded_disagreement("out", *out[p], want.out); !d.empty())
+        fail(std::string("module, ") + (p == 0 ? "fused" : "unfused") +
+             (self ? ", self-attention: " : ": ") + d);
+    // Into a moved-from tensor (misuse bit 8): shape_error unless it is empty anyway.
+    if (misuse & 8) {
+      auto wrong = *out[0];
+      auto moved = std::move(wrong);
+      try {
+        evaluate(make(), fused, wrong);
+        if (out[0]->size() != 0) fail("module: evaluate into a moved-from tensor did not throw");
+      } catch (const shape_error&) {
+      }
+    }
+  };
+  test::with_mask_chain<T>(flags, pad, pairs, add, check);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -129,6 +230,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Decode-shaped now and then: few queries, 256 keys or more (keys split over threads).
   const std::size_t kv = (data[3] & 0x80) != 0 && sq <= 16 ? 256 + skv : skv;
   set_num_threads(1 + data[6] % 3);
+  if (data[0] & 0x80) {  // modules: GQA, no biases and wider heads, cross-attention, double
+    switch (data[0] % 4) {
+      case 0:
+        run_module<multi_head_attention<16, 4, mha_options{.kv_heads = 2}, float>>(
+            in, b, sq, kv, data[4], data[5]);
+        break;
+      case 1:
+        run_module<multi_head_attention<32, 2, mha_options{.bias = false}, float>>(
+            in, b, sq, kv, data[4], data[5]);
+        break;
+      case 2:
+        run_module<multi_head_attention<
+            12, 3, mha_options{.d_k = 4, .d_v = 6, .kdim = 5, .vdim = 7}, float>>(in, b, sq, kv,
+                                                                                  data[4], data[5]);
+        break;
+      default:
+        run_module<multi_head_attention<8, 2, mha_options{}, double>>(in, b, sq, kv, data[4],
+                                                                      data[5]);
+        break;
+    }
+    return 0;
+  }
   switch (data[0] % 4) {
     case 0:
       run<float, 4, 2, 8, 8>(in, b, sq, kv, data[4], data[5]);

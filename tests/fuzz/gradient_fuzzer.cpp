@@ -21,6 +21,7 @@
 // threads, 7 dropout; the rest are element values, one byte each, cycled when short.
 #include "../support/fuzz_bytes.hpp"
 #include "../support/grad_agreement.hpp"
+#include "../support/mask_chains.hpp"
 #include <argus/argus.hpp>
 #include <argus/grad/training.hpp>
 
@@ -202,15 +203,6 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
 // and the core's inputs are what the rules take; every later product carries the core's
 // bounds (module_gradients).
 
-template <class T>
-T exact_weight(byte_source& in, bool non_finite) {
-  const std::uint8_t b = in.next();
-  if (non_finite && b < 3)
-    return b == 0 ? std::numeric_limits<T>::quiet_NaN()
-                  : (b == 1 ? 1 : -1) * std::numeric_limits<T>::infinity();
-  return T(int(b % 33) - 16) / T(8);  // -2 ... 2 in steps of 1/8
-}
-
 template <class T, std::size_t W>
 using activation = tensor<T, shape<batch<>, seq<>, model<W>>>;
 
@@ -227,16 +219,7 @@ void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv,
   const bool longer_v = !self && (misuse & 8) != 0;  // x_v one row longer than x_k
   M m;
   const bool wild = (flags & 0x80) != 0;
-  for (auto& x : m.w_q) x = exact_weight<T>(in, wild);
-  for (auto& x : m.w_k) x = exact_weight<T>(in, wild);
-  for (auto& x : m.w_v) x = exact_weight<T>(in, wild);
-  for (auto& x : m.w_o) x = exact_weight<T>(in, wild);
-  if constexpr (M::has_bias) {
-    for (auto& x : m.b_q) x = exact_weight<T>(in, wild);
-    for (auto& x : m.b_k) x = exact_weight<T>(in, wild);
-    for (auto& x : m.b_v) x = exact_weight<T>(in, wild);
-    for (auto& x : m.b_o) x = exact_weight<T>(in, wild);
-  }
+  test::fill_module(m, in, wild);
   activation<T, M::d_model> x_q(b, sq);
   activation<T, M::kdim> x_k(b, skv);
   activation<T, M::vdim> x_v(b, skv + (longer_v ? 1 : 0));
@@ -302,26 +285,7 @@ void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv,
     }
     if (must_reject) fail("module: extents that do not fit, or a bad rate, accepted");
   };
-  test::core_masks<T> used;
-  switch (flags % 6) {
-    case 0:
-      return check(used);
-    case 1:
-      used.causal = true;
-      return check(used, causal);
-    case 2:
-      used.pad = pad.data();
-      return check(used, ignore_keys(pad));
-    case 3:
-      used.pairs = pairs.data(), used.causal = true;
-      return check(used, ignore_where(pairs), causal);
-    case 4:
-      used.add = add.data();
-      return check(used, add_to_scores(add));
-    default:
-      used.add = add.data(), used.pad = pad.data(), used.pairs = pairs.data(), used.causal = true;
-      return check(used, add_to_scores(add), ignore_keys(pad), ignore_where(pairs), causal);
-  }
+  test::with_mask_chain<T>(flags, pad, pairs, add, check);
 }
 
 }  // namespace

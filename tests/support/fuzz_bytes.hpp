@@ -42,10 +42,35 @@ class byte_source {
     }
   }
 
+  /// A module weight on which the projections stay exact with value(true) inputs: -2 ... 2 in
+  /// steps of 1/8, or, where `non_finite`, NaN or +-inf for 3 of the 256 bytes.
+  template <class T>
+  T weight(bool non_finite = false) {
+    const std::uint8_t b = next();
+    if (non_finite && b < 3)
+      return b == 0 ? std::numeric_limits<T>::quiet_NaN()
+                    : (b == 1 ? 1 : -1) * std::numeric_limits<T>::infinity();
+    return T(int(b % 33) - 16) / T(8);
+  }
+
  private:
   const std::uint8_t* data_;
   std::size_t size_, pos_ = 0;
 };
+
+/// Every weight and bias of a multi_head_attention module M from `in` (byte_source::weight).
+template <class M>
+void fill_module(M& m, byte_source& in, bool non_finite) {
+  const auto fill = [&](auto&... tensors) {
+    (
+        [&](auto& t) {
+          for (auto& x : t) x = in.weight<typename M::value_type>(non_finite);
+        }(tensors),
+        ...);
+  };
+  fill(m.w_q, m.w_k, m.w_v, m.w_o);
+  if constexpr (M::has_bias) fill(m.b_q, m.b_k, m.b_v, m.b_o);
+}
 
 /// Reports what went wrong and aborts, so that libFuzzer saves the input.
 [[noreturn]] inline void fuzz_failure(const char* fuzzer, const std::string& what) {

@@ -45,7 +45,8 @@ struct core_masks {
 
 /// out (B,H,SQ,DV), dq (B,H,SQ,DK), dk (B,G,SKV,DK), dv (B,G,SKV,DV) by the rules, from
 /// row-major q, k, v, dout (the same layouts), with dropout (rate 0: none), each element
-/// with a bound on the error of a T evaluator.
+/// with a bound on the error of a T evaluator. dout null: the output alone (the gradients
+/// stay 0).
 ///
 /// The bound follows the computation: a logit of row i is off by at most
 /// delta_i = u ((d_k + 2) scale max_j Σ_c |q_c k_c| + 2 max_j |a_ij| + 4), so a weight carries
@@ -137,7 +138,7 @@ struct core_gradients {
             if (ignored[j]) continue;
             const std::size_t kj = (b * kv_heads + g) * skv + j;
             dp[j] = 0, mag_dp[j] = 0;
-            for (std::size_t c = 0; c < d_v; ++c) {
+            for (std::size_t c = 0; dout != nullptr && c < d_v; ++c) {
               dp[j] += at(dout, qi, d_v, c) * at(v, kj, d_v, c);
               mag_dp[j] += std::abs(at(dout, qi, d_v, c) * at(v, kj, d_v, c));
             }
@@ -152,7 +153,7 @@ struct core_gradients {
             }
           }
           // Rule 9: the same pairs, and only they, carry the gradients.
-          for (std::size_t j = 0; j < skv; ++j) {
+          for (std::size_t j = 0; dout != nullptr && j < skv; ++j) {
             if (ignored[j]) continue;
             const std::size_t kj = (b * kv_heads + g) * skv + j;
             const double ds = w[j] * (z[j] * dp[j] - d);
@@ -215,7 +216,8 @@ ARGUS_TEST_NO_COVERAGE bounded_values product(std::size_t m, std::size_t n, std:
 /// T: the caller's inputs make them so (the gradient fuzzer's few-bit dyadic values), so that
 /// the core's inputs are exactly what core_gradients takes. Its bounds then carry over to
 /// out = A·W_o + b_o, dW_o = Aᵀ·dout, and dx = dQ·W_qᵀ, dW_q = x_qᵀ·dQ, db_q = Σ dQ (and
-/// the same for K and V) by product(). Without biases the bias members stay empty.
+/// the same for K and V) by product(). Without biases the bias members stay empty; with
+/// `output_only` (the forward fuzzer's modules; dout unused), every gradient does.
 template <class T, class M>
 struct module_gradients {
   bounded_values out, x_q, x_k, x_v, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o;
@@ -223,7 +225,8 @@ struct module_gradients {
   ARGUS_TEST_NO_COVERAGE module_gradients(const M& m, std::size_t nb, std::size_t sq,
                                           std::size_t skv, const T* xq, const T* xk, const T* xv,
                                           const T* dout, const core_masks<T>& masks,
-                                          double dropout_rate, std::uint64_t dropout_seed) {
+                                          double dropout_rate, std::uint64_t dropout_seed,
+                                          bool output_only = false) {
     constexpr std::size_t H = M::heads, G = M::kv_heads, DK = M::d_k, DV = M::d_v;
     constexpr std::size_t D = M::d_model, KD = M::kdim, VD = M::vdim;
     constexpr std::size_t hk = H * DK, gk = G * DK, gv = G * DV, hv = H * DV;
@@ -258,11 +261,14 @@ struct module_gradients {
                               skv, G, DK, nb);
     const auto v = head_major(product<T>(rkv, gv, VD, exact(xv, VD), exact(m.w_v.data(), gv), bv),
                               skv, G, DV, nb);
-    const auto d_a = head_major(product<T>(rq, hv, D, exact(dout, D), exact_t(m.w_o.data(), D),
-                                           static_cast<const T*>(nullptr)),
-                                sq, H, DV, nb);
+    const auto d_a =
+        output_only ? std::vector<T>()
+                    : head_major(product<T>(rq, hv, D, exact(dout, D), exact_t(m.w_o.data(), D),
+                                            static_cast<const T*>(nullptr)),
+                                 sq, H, DV, nb);
     const core_gradients<T> core(nb, H, G, sq, skv, DK, DV, q.data(), k.data(), v.data(),
-                                 d_a.data(), masks, dropout_rate, dropout_seed);
+                                 output_only ? nullptr : d_a.data(), masks, dropout_rate,
+                                 dropout_seed);
 
     // The core's results read in the merged layout (rows b·n + i, columns h·d + c).
     const auto merged = [](const bounded_values& x, std::size_t n, std::size_t heads,
@@ -278,6 +284,7 @@ struct module_gradients {
     const T* none = nullptr;
     const auto a = merged(core.out, sq, H, DV);
     out = product<T>(rq, D, hv, a, exact(m.w_o.data(), D), bo);
+    if (output_only) return;
     w_o = product<T>(hv, D, rq, transposed(a), exact(dout, D), none);
     const auto d_q = merged(core.dq, sq, H, DK);
     const auto d_k = merged(core.dk, skv, G, DK);
