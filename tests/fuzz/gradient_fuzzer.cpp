@@ -20,8 +20,8 @@
 // flags (a module: bit 6 self-attention, bit 7 non-finite weights too), 5 misuse flags, 6
 // threads, 7 dropout; the rest are element values, one byte each, cycled when short.
 #include "../support/fuzz_bytes.hpp"
+#include "../support/fuzz_modules.hpp"
 #include "../support/grad_agreement.hpp"
-#include "../support/mask_chains.hpp"
 #include <argus/argus.hpp>
 #include <argus/grad/training.hpp>
 
@@ -210,31 +210,20 @@ template <class M>
 void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::uint8_t flags,
                 std::uint8_t misuse, std::uint8_t drop_byte) {
   using T = typename M::value_type;
-  static_assert(
-      !std::is_same_v<T, float> || (M::d_model <= 32 && M::kdim <= 32 && M::vdim <= 32),
-      "wider float modules round in their projections: the rules' bounds need exact ones");
-  constexpr bool can_self = M::kdim == M::d_model && M::vdim == M::d_model;
+  constexpr bool can_self = test::module_inputs<M>::can_self;
   const bool self = can_self && (flags & 0x40) != 0;
   if (self) skv = sq;
   const bool longer_v = !self && (misuse & 8) != 0;  // x_v one row longer than x_k
   M m;
   const bool wild = (flags & 0x80) != 0;
   test::fill_module(m, in, wild);
-  activation<T, M::d_model> x_q(b, sq);
-  activation<T, M::kdim> x_k(b, skv);
-  activation<T, M::vdim> x_v(b, skv + (longer_v ? 1 : 0));
+  const test::module_inputs<M> in_(in, b, sq, skv, longer_v, sq, skv);
+  const auto& x_q = in_.x_q;
+  const auto& x_k = in_.x_k;
+  const auto& x_v = in_.x_v;
   const std::size_t dq_seq = sq + ((misuse & 1) ? 1 : 0), d_batch = b + ((misuse & 2) ? 1 : 0);
   activation<T, M::d_model> dout(d_batch, dq_seq);
-  tensor<std::uint8_t, shape<batch<>, seq<>>> pad(b, skv);  // (B,SEQ_KV)
-  tensor<bool, shape<seq<>, seq<>>> pairs(sq, skv);         // (SEQ_Q,SEQ_KV)
-  tensor<T, shape<seq<>, seq<>>> add(sq, skv);              // (SEQ_Q,SEQ_KV)
-  for (auto& x : x_q) x = in.value<T>(true);
-  for (auto& x : x_k) x = in.value<T>(true);
-  for (auto& x : x_v) x = in.value<T>(true);
   for (auto& x : dout) x = in.value<T>(true);
-  for (auto& x : pad) x = in.next() < 64;
-  for (auto& x : pairs) x = in.next() < 64;
-  for (auto& x : add) x = in.value<T>();
   const std::optional<argus::dropout> drop = dropout_of(misuse, drop_byte);
   const bool must_reject = (misuse & 7) != 0 || longer_v;
 
@@ -285,7 +274,7 @@ void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv,
     }
     if (must_reject) fail("module: extents that do not fit, or a bad rate, accepted");
   };
-  test::with_mask_chain<T>(flags, pad, pairs, add, check);
+  test::with_mask_chain<T>(flags, in_.pad, in_.pairs, in_.add, check);
 }
 
 }  // namespace

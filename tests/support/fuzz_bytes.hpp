@@ -58,20 +58,6 @@ class byte_source {
   std::size_t size_, pos_ = 0;
 };
 
-/// Every weight and bias of a multi_head_attention module M from `in` (byte_source::weight).
-template <class M>
-void fill_module(M& m, byte_source& in, bool non_finite) {
-  const auto fill = [&](auto&... tensors) {
-    (
-        [&](auto& t) {
-          for (auto& x : t) x = in.weight<typename M::value_type>(non_finite);
-        }(tensors),
-        ...);
-  };
-  fill(m.w_q, m.w_k, m.w_v, m.w_o);
-  if constexpr (M::has_bias) fill(m.b_q, m.b_k, m.b_v, m.b_o);
-}
-
 /// Reports what went wrong and aborts, so that libFuzzer saves the input.
 [[noreturn]] inline void fuzz_failure(const char* fuzzer, const std::string& what) {
   std::fprintf(stderr, "%s: %s\n", fuzzer, what.c_str());

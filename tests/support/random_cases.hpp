@@ -37,6 +37,20 @@ inline std::uint64_t case_seed(std::uint64_t n) {
   return z ^ (z >> 31);
 }
 
+/// Runs a differential test's cases: the one seed in environment variable `seed_var` (a
+/// replay, verbose), else case_seed(0), case_seed(1), ... for the count in `cases_var`
+/// (default `default_cases`), stopping after 10 failures. run(seed, verbose) returns whether
+/// the case passed. Returns {cases run, failures}.
+template <class Run>
+std::pair<std::size_t, std::size_t> run_seeds(const char* seed_var, const char* cases_var,
+                                              std::size_t default_cases, Run run) {
+  if (const auto seed = env_number(seed_var)) return {1, run(*seed, true) ? 0 : 1};
+  const std::size_t cases = env_number(cases_var).value_or(default_cases);
+  std::size_t n = 0, failures = 0;
+  for (; n < cases && failures < 10; ++n) failures += run(case_seed(n), false) ? 0 : 1;
+  return {n, failures};
+}
+
 /// The kinds of values a case draws.
 enum class values { normal, large_logits, ties, denormal };
 

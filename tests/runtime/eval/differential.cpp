@@ -37,9 +37,7 @@ using namespace argus;
 namespace {
 
 using test::case_report;
-using test::case_seed;
 using test::cfg;
-using test::env_number;
 using test::values;
 const char* name(values v) { return test::name(v, "logits of +-1e4"); }
 
@@ -206,7 +204,7 @@ void run_case(std::mt19937_64& g, case_report& rep) {
 }
 
 /// Runs the case of `seed`; false (with the report printed) when an evaluator disagrees.
-bool run_seed(std::uint64_t seed, std::size_t* failures, bool verbose = false) {
+bool run_seed(std::uint64_t seed, bool verbose) {
   std::mt19937_64 g(seed);
   case_report rep;
   test::with_config<configs>(
@@ -214,7 +212,6 @@ bool run_seed(std::uint64_t seed, std::size_t* failures, bool verbose = false) {
       [&]<class C>(std::type_identity<C>) { run_case<C>(g, rep); });
   if (verbose) BOOST_TEST_MESSAGE("case of seed " << seed << ": " << rep.text.str());
   if (rep.failed) {
-    ++*failures;
     BOOST_ERROR("differential case with seed " << seed << " failed: " << rep.text.str()
                                                << "\n  replay: ARGUS_DIFF_SEED=" << seed
                                                << " ./build/gcc/tests/unit.eval.differential");
@@ -225,13 +222,7 @@ bool run_seed(std::uint64_t seed, std::size_t* failures, bool verbose = false) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(fused_unfused_and_reference_agree_on_random_problems) {
-  std::size_t failures = 0;
-  if (const auto seed = env_number("ARGUS_DIFF_SEED")) {
-    BOOST_TEST(run_seed(*seed, &failures, true));
-    return;
-  }
-  const std::size_t cases = env_number("ARGUS_DIFF_CASES").value_or(200);
-  for (std::size_t n = 0; n < cases && failures < 10; ++n) run_seed(case_seed(n), &failures);
-  BOOST_TEST_MESSAGE(cases << " differential cases, " << failures << " failed");
-  BOOST_TEST(failures == 0u);
+  const auto ran = test::run_seeds("ARGUS_DIFF_SEED", "ARGUS_DIFF_CASES", 200, run_seed);
+  BOOST_TEST_MESSAGE(ran.first << " differential cases, " << ran.second << " failed");
+  BOOST_TEST(ran.second == 0u);
 }
