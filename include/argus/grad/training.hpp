@@ -169,26 +169,18 @@ void rows_times_transposed(std::size_t rows, std::size_t n, std::size_t k, const
 }
 
 /// The gradient of x·W + b: dW (k × n) = xᵀ dY and db (n) = Σ_rows dY, x (rows × k),
-/// dY (rows × n). db may be null. xᵀ is formed 512 rows of x at a time (a (k × 512) buffer,
-/// not a transposed copy of x), each block's product added to dW.
+/// dY (rows × n). db may be null. xᵀ is read in place (kernel::gemm_tn), the rows of dW in
+/// blocks over the threads; with no rows, dW = 0 (and x, dY may be null).
 template <class T>
 void weight_gradient(std::size_t rows, std::size_t k, std::size_t n, const T* x, const T* dy, T* dw,
                      T* db) {
-  constexpr std::size_t block = 512;
-  aligned_buffer<T> xt(k * std::min(rows, block), uninitialized);  // (K,BLOCK)
-  if (rows == 0) std::fill(dw, dw + k * n, T(0));
-  for (std::size_t r0 = 0; r0 < rows; r0 += block) {
-    const std::size_t m = std::min(block, rows - r0);
-    kernel::parallel_for((k + 15) / 16, [&](std::size_t t, std::size_t) {
-      const std::size_t c0 = t * 16, nc = std::min<std::size_t>(16, k - c0);
-      for (std::size_t r = 0; r < m; ++r)
-        for (std::size_t c = 0; c < nc; ++c) xt.data()[(c0 + c) * m + r] = x[(r0 + r) * k + c0 + c];
-    });
+  if (rows == 0) {
+    std::fill(dw, dw + k * n, T(0));
+  } else {
     const std::size_t per = rows_per_task(k);
     kernel::parallel_for((k + per - 1) / per, [&](std::size_t t, std::size_t) {
       const std::size_t c0 = t * per, mc = std::min(per, k - c0);
-      kernel::gemm_nn<T>(mc, n, m, T(1), xt.data() + c0 * m, m, dy + r0 * n, n, dw + c0 * n, n,
-                         nullptr, r0 > 0);  // dW (+)= x_blockᵀ dY_block
+      kernel::gemm_tn<T>(mc, n, rows, T(1), x + c0, k, dy, n, dw + c0 * n, n);  // dW = xᵀ dY
     });
   }
   if (db != nullptr) {

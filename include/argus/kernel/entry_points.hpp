@@ -45,21 +45,28 @@
     (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,   \
      const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate), \
     (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                           \
+  X(T, void, gemm_tn,                                                                     \
+    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,   \
+     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate), \
+    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                           \
   X(T, void, gemm_nn_split,                                                               \
     (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,   \
      const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t block,               \
      std::size_t block_stride, const T* bias, bool accumulate),                           \
     (m, n, k, alpha, a, lda, b, ldb, c, ldc, block, block_stride, bias, accumulate))
 /// detail::gemm, after PREFIX (`extern template` or `template`): a compiler may instantiate it
-/// while inlining gemm_nn<T> declared `extern template`, so it is declared with it (a
-/// dispatched entry point has no body to inline).
+/// while inlining gemm_nn<T> (gemm_nt<T>, gemm_tn<T>) declared `extern template`, so it is declared
+/// with it (a dispatched entry point has no body to inline).
 #define ARGUS_KERNEL_GEMM_INLINED_CALLEES(PREFIX, T)                                               \
   PREFIX void detail::gemm<false, T>(std::size_t, std::size_t, std::size_t, T, const T*,           \
                                      std::size_t, const T*, std::size_t, T*, std::size_t,          \
                                      const T*, bool, std::size_t, std::size_t);                    \
   PREFIX void detail::gemm<true, T>(std::size_t, std::size_t, std::size_t, T, const T*,            \
                                     std::size_t, const T*, std::size_t, T*, std::size_t, const T*, \
-                                    bool, std::size_t, std::size_t);
+                                    bool, std::size_t, std::size_t);                               \
+  PREFIX void detail::gemm<false, T, true>(std::size_t, std::size_t, std::size_t, T, const T*,     \
+                                           std::size_t, const T*, std::size_t, T*, std::size_t,    \
+                                           const T*, bool, std::size_t, std::size_t);
 
 // kernel/softmax_rows.hpp
 #define ARGUS_KERNEL_SOFTMAX_ROWS_ENTRY_POINTS(X, T)                                     \

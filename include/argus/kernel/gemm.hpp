@@ -2,6 +2,7 @@
 //
 // gemm_nn:  C(m x n) = alpha * A(m x k) * B(k x n)   [+ bias over rows] [+ C]
 // gemm_nt:  C(m x n) = alpha * A(m x k) * B(n x k)^T [+ bias over rows] [+ C]
+// gemm_tn:  C(m x n) = alpha * A(k x m)^T * B(k x n) [+ bias over rows] [+ C]
 // Every projection and the unfused evaluator go through these. Single-threaded: callers
 // split rows of C across threads. Pointers and run-time extents only; no expression types.
 //
@@ -400,6 +401,19 @@ void gemm_nt(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::gemm_nt<T> is defined for float and double");
   detail::gemm<true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, n + 1, 0);
+}
+
+/// As gemm_nn, with A given transposed: `a` is Aᵀ, (k x m) row-major with row stride lda, and
+/// C = alpha * Aᵀ * B. This is the weight gradient xᵀ·dY of a projection (x is (rows x d),
+/// so the gradient's rows [c0, c0 + m) read x + c0 with lda = d), with no transposed copy of
+/// x: the slivers of Aᵀ are packed k step by k step, m columns of a row of x at a time.
+template <class T>
+void gemm_tn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+             const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias = nullptr,
+             bool accumulate = false) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::gemm_tn<T> is defined for float and double");
+  detail::gemm<false, T, true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, n + 1, 0);
 }
 
 // This header's entry points, declared for the program's use of the kernels

@@ -449,25 +449,27 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
     const std::vector<T> a = random_values<T>(s.m * s.k, 11), b = random_values<T>(s.k * s.n, 12);
     const std::vector<T> c0 = random_values<T>(s.m * s.n, 13), bias = random_values<T>(s.n, 14);
     const T alpha = T(0.75);
-    for (const bool transposed : {false, true}) {
+    // nn: C = A B; nt: B read as Bᵀ (n x k), the same buffer with leading dimension k;
+    // tn: A read as Aᵀ (k x m), the same buffer with leading dimension m.
+    for (const char* const form : {"nn", "nt", "tn"}) {
+      const bool nt = form[0] == 'n' && form[1] == 't', tn = form[0] == 't';
       std::vector<double> ref(s.m * s.n);
       for (std::size_t i = 0; i < s.m; ++i)
         for (std::size_t j = 0; j < s.n; ++j) {
           double sum = 0;
           for (std::size_t p = 0; p < s.k; ++p)
-            sum += double(a[i * s.k + p]) * double(transposed ? b[j * s.k + p] : b[p * s.n + j]);
+            sum += double(tn ? a[p * s.m + i] : a[i * s.k + p]) *
+                   double(nt ? b[j * s.k + p] : b[p * s.n + j]);
           ref[i * s.n + j] = double(alpha) * sum + (s.bias ? double(bias[j]) : 0.0) +
                              (s.accumulate ? double(c0[i * s.n + j]) : 0.0);
         }
-      const std::string what = std::string(transposed ? "gemm_nt" : "gemm_nn") + " " +
-                               std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
-                               std::to_string(s.k);
+      const std::string what = std::string("gemm_") + form + " " + std::to_string(s.m) + "x" +
+                               std::to_string(s.n) + "x" + std::to_string(s.k);
       check_every_variant<T>(what, ref, [&](const entry_point_table<T>& e) {
         std::vector<T> c = c0;
-        // B^T is (n x k): the same buffer read with leading dimension k.
-        (transposed ? e.gemm_nt : e.gemm_nn)(s.m, s.n, s.k, alpha, a.data(), s.k, b.data(),
-                                             transposed ? s.k : s.n, c.data(), s.n,
-                                             s.bias ? bias.data() : nullptr, s.accumulate);
+        const auto gemm = nt ? e.gemm_nt : tn ? e.gemm_tn : e.gemm_nn;
+        gemm(s.m, s.n, s.k, alpha, a.data(), tn ? s.m : s.k, b.data(), nt ? s.k : s.n, c.data(),
+             s.n, s.bias ? bias.data() : nullptr, s.accumulate);
         return c;
       });
     }

@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-// gemm_nn, gemm_nt, the backward passes' Aᵀ B (detail::gemm with TransposedA) and their
+// gemm_nn, gemm_nt, gemm_tn (Aᵀ B, the weight gradients) and their
 // product with B packed once (detail::pack_b_panels + gemm_packed_b, from B or Bᵀ, packed
 // deeper than the product reads, A read in place when its row stride is kc) against a
 // double-accumulated triple loop, on every edge the blocking
@@ -51,7 +51,7 @@ std::string describe(layout l, const problem& p) {
   std::ostringstream s;
   s << (l == layout::nn          ? "gemm_nn"
         : l == layout::nt        ? "gemm_nt"
-        : l == layout::tn        ? "gemm Aᵀ B"
+        : l == layout::tn        ? "gemm_tn"
         : l == layout::packed_nn ? "gemm_packed_b from B"
                                  : "gemm_packed_b from Bᵀ")
     << " m=" << p.m << " n=" << p.n << " k=" << p.k << " pads=(" << p.pad_a << "," << p.pad_b << ","
@@ -118,8 +118,8 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
     argus::kernel::gemm_nt<T>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc,
                               bias_ptr, p.accumulate);
   else if (l == layout::tn)
-    argus::kernel::detail::gemm<false, T, true>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb,
-                                                c.data(), ldc, bias_ptr, p.accumulate, p.n + 1, 0);
+    argus::kernel::gemm_tn<T>(p.m, p.n, p.k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc,
+                              bias_ptr, p.accumulate);
   else {
     namespace d = argus::kernel::detail;
     std::vector<T> panels(d::packed_b_elements<T>(depth, p.n));
