@@ -170,7 +170,7 @@ struct planner {
   template <class P, class V>
   void describe_step(const attend_node<P, V>& e, int depth) const {
     add(depth, false, "attend P·V per head (kernel::gemm_nn)", extents_string(e.shape()),
-        result_bytes(e), attend_writes_into_out<P>::value);
+        result_bytes(e), true);  // allocate_result: as the root, it writes into out
     (*this)(e.weights, depth + 1);
     (*this)(e.v, depth + 1);
   }

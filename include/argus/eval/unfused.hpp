@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -273,15 +274,18 @@ auto unfused_step(const softmax_node<E>& e, const Ev& ev) {
 /// mask chain), a key the chain ignores contributes nothing, whatever its V row holds: V rows
 /// that are not finite are zeroed in a copy for the product, and p · v is added back where
 /// no mask ignores the key. Finding them costs one pass over V, against seq_q passes of the
-/// product.
-template <class P, class V, class Ev, class Ignores>
-auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignores) {
+/// product. `masks` holds the views of the chain's masks, which `ignores` reads.
+template <class P, class V, class Ev, class Ignores, class... Masks>
+auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignores,
+                  const std::tuple<Masks...>& masks) {
   using T = typename P::value_type;
   auto p = contiguous(ev(e.weights));
   auto v = contiguous(ev(e.v));
-  // Into evaluate's output where it is the root and shares no byte with P or V; not with a
-  // mask chain, whose masks `ignores` reads while the products write.
-  auto r = ignores == nullptr ? allocate_result<T>(e, ev, p.view, v.view) : allocate<T>(e.shape());
+  // Into evaluate's output where it is the root and shares no byte with P, V or a mask that
+  // `ignores` reads while the products write.
+  auto r = std::apply(
+      [&](const auto&... mask) { return allocate_result<T>(e, ev, p.view, v.view, mask...); },
+      masks);
   const std::size_t batch = p.view.extent(0), heads = p.view.extent(1), sq = p.view.extent(2);
   const std::size_t skv = p.view.extent(3), kvh = v.view.extent(1), dv = v.view.extent(3);
   const std::size_t group = heads / kvh;
@@ -328,7 +332,7 @@ auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignor
 template <class P, class V, class Ev>
 auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
   using none = bool (*)(std::size_t, std::size_t, std::size_t);
-  return weighted_sum(e, ev, static_cast<const none*>(nullptr));
+  return weighted_sum(e, ev, static_cast<const none*>(nullptr), std::tuple<>{});
 }
 
 /// Whether a chain of scores is masked (a masked_node), rather than bare scores.
@@ -337,13 +341,15 @@ struct is_masked_node : std::false_type {};
 template <class E, class M>
 struct is_masked_node<masked_node<E, M>> : std::true_type {};
 
-/// Whether the unfused step of attend(P, V) writes the root's result into evaluate's output
-/// (allocate_result): not when P is the softmax of a mask chain, whose masks it reads while
-/// it writes.
-template <class P>
-struct attend_writes_into_out : std::true_type {};
+/// The views of every mask of a chain of scores (mask_operands of each), innermost last.
 template <class S>
-struct attend_writes_into_out<softmax_node<S>> : std::bool_constant<!is_masked_node<S>::value> {};
+std::tuple<> chain_mask_operands(const S&) {
+  return {};
+}
+template <class E, class M>
+auto chain_mask_operands(const masked_node<E, M>& m) {
+  return std::tuple_cat(mask_operands(m.mask), chain_mask_operands(m.scores));
+}
 
 /// attend(softmax(mask*(s)), v): keys the masks ignore contribute nothing.
 template <class S, class V, class Ev>
@@ -353,10 +359,10 @@ auto unfused_step(const attend_node<softmax_node<S>, V>& e, const Ev& ev) {
     const auto ignores = [&chain](std::size_t b, std::size_t i, std::size_t j) {
       return chain_ignores<true>(chain, b, i, j);
     };
-    return weighted_sum(e, ev, &ignores);
+    return weighted_sum(e, ev, &ignores, chain_mask_operands(chain));
   } else {  // no mask: nothing is ignored
     using none = bool (*)(std::size_t, std::size_t, std::size_t);
-    return weighted_sum(e, ev, static_cast<const none*>(nullptr));
+    return weighted_sum(e, ev, static_cast<const none*>(nullptr), std::tuple<>{});
   }
 }
 

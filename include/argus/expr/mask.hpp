@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 
 namespace argus {
@@ -208,6 +209,21 @@ constexpr auto apply_masks(E s, const M& m, const Ms&... ms) {
     return node;
   else
     return apply_masks(std::move(node), ms...);
+}
+
+/// The views of its operands a mask reads: none for causal, else its one tensor or view.
+inline std::tuple<> mask_operands(const causal_mask&) { return {}; }
+template <class M, class S>
+auto mask_operands(const ignore_keys_mask<M, S>& m) {
+  return std::tuple(m.keys.view);
+}
+template <class M, class S>
+auto mask_operands(const ignore_mask<M, S>& m) {
+  return std::tuple(m.pairs.view);
+}
+template <class T, class S>
+auto mask_operands(const additive_mask<T, S>& m) {
+  return std::tuple(m.values.view);
 }
 
 /// Throws shape_error when a mask reads a moved-from tensor (checked when it is evaluated).

@@ -167,11 +167,11 @@ BOOST_AUTO_TEST_CASE(fused_forward_into_a_callers_tensor_allocates_its_four_inte
 }
 
 BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
-  // The unfused core without masks writes its weighted sum into out, with a mask chain it
-  // allocates it and copies: either way, the bytes a call allocates on the calling thread
-  // are the plan's materialised_bytes_into_out(), for both policies, and less than 1 KiB of
-  // bookkeeping (the masked weighted sum's list of non-finite V rows per (b, g)). The output
-  // is 5 KiB: a step that stopped writing into out would fail this.
+  // The unfused core writes its weighted sum into out, with or without a mask chain: the
+  // bytes a call allocates on the calling thread are the plan's
+  // materialised_bytes_into_out(), for both policies, and less than 1 KiB of bookkeeping
+  // (the masked weighted sum's list of non-finite V rows per (b, g)). The output is 5 KiB: a
+  // step that stopped writing into out would fail this.
   thread_count_guard guard;
   test_thread = true;
   set_num_threads(1);
