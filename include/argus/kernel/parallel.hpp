@@ -24,7 +24,10 @@
 // forward pass of five parallel steps would pay ten times over. So a worker that runs out of
 // work, and a caller whose helpers are still busy, first spin for up to spin_wait (polling
 // one atomic, with the CPU's pause hint) and only then block, as OpenMP runtimes do
-// (OMP_WAIT_POLICY); back-to-back calls then start and end without a wake-up.
+// (OMP_WAIT_POLICY); back-to-back calls then start and end without a wake-up. The spin
+// yields the core every few microseconds, so that on a machine with more runnable threads
+// than cores (two programs, or ctest -j) it takes no time from them: without the yield, two
+// programs each making calls of 64 short tasks ran 1.25x slower than with no spin at all.
 #pragma once
 
 #include <algorithm>
@@ -84,7 +87,8 @@ inline void spin_pause() noexcept {
 #endif
 }
 
-/// Polls done() until it holds or spin_wait has passed; returns done().
+/// Polls done() until it holds or spin_wait has passed, yielding the core between rounds of
+/// polls to any other thread that wants it; returns done().
 template <class Done>
 bool spin_until(Done done) noexcept {
   const auto deadline = std::chrono::steady_clock::now() + spin_wait;
@@ -94,6 +98,7 @@ bool spin_until(Done done) noexcept {
       spin_pause();
     }
     if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::yield();
   }
 }
 
