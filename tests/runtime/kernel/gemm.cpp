@@ -133,14 +133,22 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
 
   const double tol = tolerance<T> * std::sqrt(double(std::max<std::size_t>(p.k, 1)));
   operand<T> c_orig = c_before;
+  // Raw pointers and strides: the sanitizer preset builds this file at -O0, where going
+  // through operand::at for every term made the reference most of the test's run time.
+  const T* a0 = a.data();
+  const T* b0 = b.data();
+  const std::size_t a_row = tn ? 1 : lda,
+                    a_step = tn ? lda : 1;  // A(i, q) = a0[i·a_row + q·a_step]
+  const std::size_t b_col = b_plain ? 1 : ldb, b_step = b_plain ? ldb : 1;
   for (std::size_t i = 0; i < p.m; ++i) {
     for (std::size_t j = 0; j < p.n; ++j) {
       double sum = 0, scale = 0;
-      for (std::size_t q = 0; q < p.k; ++q) {
-        const double x = tn ? a.at(q, i) : a.at(i, q);
-        const double y = b_plain ? b.at(q, j) : b.at(j, q);
-        sum += x * y;
-        scale += std::abs(x * y);
+      const T* x_at = a0 + i * a_row;
+      const T* y_at = b0 + j * b_col;
+      for (std::size_t q = 0; q < p.k; ++q, x_at += a_step, y_at += b_step) {
+        const double xy = double(*x_at) * double(*y_at);
+        sum += xy;
+        scale += xy < 0 ? -xy : xy;
       }
       double want = p.alpha * sum;
       scale *= std::abs(p.alpha);
