@@ -137,8 +137,8 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
   // through operand::at for every term made the reference most of the test's run time.
   const T* a0 = a.data();
   const T* b0 = b.data();
-  const std::size_t a_row = tn ? 1 : lda,
-                    a_step = tn ? lda : 1;  // A(i, q) = a0[i·a_row + q·a_step]
+  // A(i, q) = a0[i·a_row + q·a_step], B(q, j) = b0[j·b_col + q·b_step].
+  const std::size_t a_row = tn ? 1 : lda, a_step = tn ? lda : 1;
   const std::size_t b_col = b_plain ? 1 : ldb, b_step = b_plain ? ldb : 1;
   for (std::size_t i = 0; i < p.m; ++i) {
     for (std::size_t j = 0; j < p.n; ++j) {
