@@ -22,12 +22,15 @@
 // Waiting. A thread that sleeps on a condition variable takes tens of microseconds to wake
 // (about 80 on a KVM guest, where the wake-up is an interrupt to a halted vCPU), which a
 // forward pass of five parallel steps would pay ten times over. So a worker that runs out of
-// work, and a caller whose helpers are still busy, first spin for up to spin_wait (polling
+// work, and a caller whose helpers are still busy, first spin for up to spin_wait() (polling
 // one atomic, with the CPU's pause hint) and only then block, as OpenMP runtimes do
 // (OMP_WAIT_POLICY); back-to-back calls then start and end without a wake-up. The spin
 // yields the core every few microseconds, so that on a machine with more runnable threads
 // than cores (two programs, or ctest -j) it takes no time from them: without the yield, two
 // programs each making calls of 64 short tasks ran 1.25x slower than with no spin at all.
+// argus::set_spin_wait changes the 200 us default: 0 blocks at once (OMP_WAIT_POLICY=passive:
+// for programs that share their cores and call argus rarely), a longer time keeps workers
+// ready across longer gaps between calls, at the cost of that much CPU time after each.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +38,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -55,6 +59,14 @@ inline std::size_t hardware_threads() noexcept {
 /// The value last given to set_num_threads; 0 stands for the hardware default.
 inline std::atomic<std::size_t> requested_threads{0};
 
+/// How long an idle worker, or a caller waiting for its helpers, spins before it blocks,
+/// unless set_spin_wait says otherwise.
+inline constexpr std::chrono::microseconds default_spin_wait{200};
+/// The longest spin set_spin_wait accepts; longer requests are taken as this.
+inline constexpr std::chrono::microseconds max_spin_wait{1'000'000};
+/// The value last given to set_spin_wait, in microseconds (clamped to [0, max_spin_wait]).
+inline std::atomic<std::int64_t> spin_wait_us{default_spin_wait.count()};
+
 }  // namespace detail
 
 /// Sets the number of threads argus kernels use from now on; 0 restores the default,
@@ -70,15 +82,28 @@ inline std::size_t num_threads() noexcept {
   return n == 0 ? detail::hardware_threads() : n;
 }
 
+/// Sets how long an idle worker of the thread pool, and a caller waiting for its workers to
+/// finish, spin before they block (default 200 us). 0 blocks at once, as
+/// OMP_WAIT_POLICY=passive: no CPU time spent after a parallel call, but about 80 us to wake
+/// a worker (on a KVM guest) at the start of every one. Negative times count as 0, times
+/// over one second as one second. Safe at any time from any thread; a wait already under
+/// way keeps the time it started with.
+inline void set_spin_wait(std::chrono::microseconds t) noexcept {
+  const auto us = std::clamp<std::int64_t>(t.count(), 0, detail::max_spin_wait.count());
+  detail::spin_wait_us.store(us, std::memory_order_relaxed);
+}
+
+/// The time set_spin_wait set (after clamping), or the default.
+inline std::chrono::microseconds spin_wait() noexcept {
+  return std::chrono::microseconds{detail::spin_wait_us.load(std::memory_order_relaxed)};
+}
+
 namespace detail {
 
 /// Index of the current thread in the running parallel_for (0 outside any).
 inline thread_local std::size_t parallel_thread_index = 0;
 /// True while the current thread runs a task of some parallel_for.
 inline thread_local bool inside_parallel_for = false;
-
-/// How long an idle worker, or a caller waiting for its helpers, spins before it blocks.
-inline constexpr std::chrono::microseconds spin_wait{200};
 
 /// The CPU's spin-wait hint (x86 pause), or nothing.
 inline void spin_pause() noexcept {
@@ -87,11 +112,13 @@ inline void spin_pause() noexcept {
 #endif
 }
 
-/// Polls done() until it holds or spin_wait has passed, yielding the core between rounds of
-/// polls to any other thread that wants it; returns done().
+/// Polls done() until it holds or spin_wait() has passed, yielding the core between rounds
+/// of polls to any other thread that wants it; returns done().
 template <class Done>
 bool spin_until(Done done) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + spin_wait;
+  const std::chrono::microseconds spin = spin_wait();
+  if (spin.count() == 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + spin;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
@@ -174,6 +201,7 @@ class thread_pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
+      opened_.fetch_add(1, std::memory_order_release);  // ends the spinning workers' spin
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
@@ -232,13 +260,16 @@ class thread_pool {
     for (;;) {
       parallel_job* job = nullptr;
       auto ready = [&] { return stop_ || (job = job_to_join()) != nullptr; };
-      if (!ready()) {
-        // Spin for a job opened after this look (the caller's next step, usually), then sleep.
+      // Spin for a job opened after this look (the caller's next step, usually), then sleep
+      // until one is. A worker woken too late for the job that woke it (its caller took every
+      // task first) spins again before it sleeps: the caller's next job is likely near.
+      while (!ready()) {
         const std::size_t seen = opened_.load(std::memory_order_relaxed);
         lock.unlock();
         spin_until([&] { return opened_.load(std::memory_order_acquire) != seen; });
         lock.lock();
-        wake_.wait(lock, ready);
+        if (ready()) break;
+        wake_.wait(lock);  // checked under the lock just before: no wake-up is lost
       }
       if (stop_) return;
       const std::size_t index = ++job->helpers_joined;

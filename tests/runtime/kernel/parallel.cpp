@@ -20,6 +20,11 @@ struct thread_count_guard {
   ~thread_count_guard() { argus::set_num_threads(0); }
 };
 
+/// Restores the default spin time when a test case ends.
+struct spin_wait_guard {
+  ~spin_wait_guard() { argus::set_spin_wait(argus::detail::default_spin_wait); }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(default_thread_count_is_the_hardware_count) {
@@ -85,39 +90,43 @@ BOOST_AUTO_TEST_CASE(uses_several_threads_and_reuses_them) {
   for (const auto& id : second) BOOST_TEST(first.count(id) == 1u);
 }
 
-// Idle workers spin for a while (argus::detail::spin_wait, 200 us) and then sleep; a caller
-// whose helpers are still busy does the same. Whichever state the next job finds them in,
-// they must join it, and the caller must not return before its helpers' tasks have ended.
+// Idle workers spin for a while (argus::spin_wait(), 200 us by default) and then sleep; a
+// caller whose helpers are still busy does the same. Whichever state the next job finds them
+// in, they must join it, and the caller must not return before its helpers' tasks have
+// ended: with the default spin, with none (every wait blocks at once) and with a long one.
 BOOST_AUTO_TEST_CASE(workers_join_after_spinning_or_sleeping_and_callers_wait_for_them) {
   thread_count_guard guard;
+  spin_wait_guard spin_guard;
   argus::set_num_threads(2);
   using namespace std::chrono_literals;
-  for (const auto gap : {0us, 50us, 2000us, 20000us}) {
-    for (const auto helper_time : {0us, 50us, 5000us}) {
-      std::atomic<int> started{0};
-      std::atomic<bool> timed_out{false}, helper_done{false};
-      // Two tasks that each wait until both have started: only two threads at once finish.
-      argus::kernel::parallel_for(2, [&](std::size_t, std::size_t thread) {
-        started.fetch_add(1);
-        const auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (started.load() < 2)
-          if (std::chrono::steady_clock::now() > deadline) {
-            timed_out = true;
-            break;
+  for (const auto spin : {argus::detail::default_spin_wait, 0us, 5000us})
+    for (const auto gap : {0us, 50us, 2000us, 20000us}) {
+      argus::set_spin_wait(spin);
+      for (const auto helper_time : {0us, 50us, 5000us}) {
+        std::atomic<int> started{0};
+        std::atomic<bool> timed_out{false}, helper_done{false};
+        // Two tasks that each wait until both have started: only two threads at once finish.
+        argus::kernel::parallel_for(2, [&](std::size_t, std::size_t thread) {
+          started.fetch_add(1);
+          const auto deadline = std::chrono::steady_clock::now() + 10s;
+          while (started.load() < 2)
+            if (std::chrono::steady_clock::now() > deadline) {
+              timed_out = true;
+              break;
+            }
+          if (thread != 0) {  // a helper outlasts the caller's task
+            std::this_thread::sleep_for(helper_time);
+            helper_done = true;
           }
-        if (thread != 0) {  // a helper outlasts the caller's task
-          std::this_thread::sleep_for(helper_time);
-          helper_done = true;
-        }
-      });
-      BOOST_TEST(!timed_out.load(),
-                 "a worker did not join after a gap of " << gap.count() << " us");
-      BOOST_TEST(helper_done.load(), "the caller returned before its helper (gap "
-                                         << gap.count() << " us, helper " << helper_time.count()
-                                         << " us)");
-      std::this_thread::sleep_for(gap);
+        });
+        BOOST_TEST(!timed_out.load(), "a worker did not join after a gap of "
+                                          << gap.count() << " us (spin " << spin.count() << " us)");
+        BOOST_TEST(helper_done.load(), "the caller returned before its helper (gap "
+                                           << gap.count() << " us, helper " << helper_time.count()
+                                           << " us, spin " << spin.count() << " us)");
+        std::this_thread::sleep_for(gap);
+      }
     }
-  }
 }
 
 BOOST_AUTO_TEST_CASE(thread_index_is_exclusive) {
