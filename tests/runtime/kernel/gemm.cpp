@@ -148,7 +148,7 @@ std::string check(layout l, const problem& p, std::mt19937& rng) {
       for (std::size_t q = 0; q < p.k; ++q, x_at += a_step, y_at += b_step) {
         const double xy = double(*x_at) * double(*y_at);
         sum += xy;
-        scale += xy < 0 ? -xy : xy;
+        scale += std::abs(xy);
       }
       double want = p.alpha * sum;
       scale *= std::abs(p.alpha);
