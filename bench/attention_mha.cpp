@@ -23,6 +23,9 @@
 //   BM_mha_cross    n_q 256 queries attending a memory of n_kv 4096
 //   BM_mha_decode   one query attending n_kv 1024, 4096, 8192 (K and V projected every call)
 //   BM_mha_memory   n 16384, fused and eigen only: memory against the ideal (see below)
+//   BM_mha_paired   BM_mha's shape at n 128, 1024, 4096: fused_vs_<eigen|onednn|torch>, one
+//                   fused call and one of the other per iteration, counters ratio (median
+//                   other ÷ fused), ratio_q1, ratio_q3, fused_ms, other_ms (register.hpp)
 //   BM_mha_parts    where the fused forward's time goes, at n 1024 and 4096, h 8, d_model 512:
 //                   /project_heads  split_heads<8>(x·W_q + b_q): a projection written straight
 //                                   into (B,H,SEQ,D_K), as the forward runs Q, K and V
@@ -47,7 +50,7 @@
 //                               (8 GiB)
 // It runs for one iteration; run it alone (--benchmark_filter=BM_mha_memory), as
 // bench/run.py does, so that nothing else shares the process.
-// smoke-filter: BM_mha/(fused|unfused|eigen|onednn|torch)/n:128/h:8/d_model:512/threads:1/
+// smoke-filter: BM_mha(_paired)?/(fused(_vs_eigen)?|unfused|eigen|onednn|torch)/n:128/.*/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 
@@ -355,6 +358,16 @@ const bool registered = [] {
                                                 .fused = false,
                                                 .unfused = false,
                                                 .others = argus::bench::library_peer_evaluators()});
+  // Fused and each other evaluator call by call: per-pair ratios, which the host's drift
+  // between rows does not reach (register.hpp, module_rows::paired).
+  std::vector<argus::bench::other_evaluator> paired_others{argus::bench::eigen_evaluator()};
+  for (auto& peer : argus::bench::library_peer_evaluators()) paired_others.push_back(peer);
+  argus::bench::register_module<bm_mha_module>("BM_mha_paired", {.seq = {128, 1024, 4096},
+                                                                 .threads = {1, 2},
+                                                                 .fused = false,
+                                                                 .unfused = false,
+                                                                 .others = paired_others,
+                                                                 .paired = true});
   return true;
 }();
 

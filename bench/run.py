@@ -168,7 +168,7 @@ def backward_report(backward, train_memory):
 
 # --- reading ---------------------------------------------------------------------------------
 
-NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused|unfused|eigen|onednn|torch)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
+NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused_vs_\w+?|fused|unfused|eigen|onednn|torch)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -325,6 +325,29 @@ def peer_table(table, family):
         lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             arg(config, "threads"), arg(config, "n"), fmt(f["ms"], "%.2f"), " | ".join(ratios), " | ".join(cpu_ratios),
             " · ".join(rates), " · ".join(diffs)))
+    return lines if len(lines) > 2 else []
+
+
+def paired_table(table):
+    """The fused_vs_<other> rows (argus/bench/register.hpp, module_rows::paired): each
+    iteration one fused call and one call of the other back to back, the ratio other ÷ fused
+    per pair; its median and quartiles, and the medians of both times."""
+    lines = ["| benchmark | threads | n | other | other ÷ fused, median of pairs | quartiles | fused ms | other ms | pairs |",
+             "|---|---:|---:|---|---:|---|---:|---:|---:|"]
+    for (fam, config), evs in sorted(table.items(), key=sort_key):
+        for ev, r in sorted(evs.items()):
+            if not ev.startswith("fused_vs_"):
+                continue
+            raw = r["raw"]
+            if r["error"]:
+                lines.append("| %s | %s | %s | %s | failed: %s | | | | |" % (
+                    fam, arg(config, "threads"), arg(config, "n"), ev[len("fused_vs_"):], r["error"]))
+                continue
+            lines.append("| %s | %s | %s | %s | %s | %s – %s | %s | %s | %s |" % (
+                fam, arg(config, "threads"), arg(config, "n"), ev[len("fused_vs_"):],
+                fmt(raw.get("ratio"), "%.3f×"), fmt(raw.get("ratio_q1"), "%.3f"),
+                fmt(raw.get("ratio_q3"), "%.3f"), fmt(raw.get("fused_ms"), "%.2f"),
+                fmt(raw.get("other_ms"), "%.2f"), fmt(raw.get("pairs"), "%.0f")))
     return lines if len(lines) > 2 else []
 
 
@@ -665,6 +688,15 @@ def main():
             print("\n== The library peers against fused: %s (%s) ==" % (title, family))
             print("\n".join(t))
             peer_md += ["### %s (%s)" % (title, family), ""] + t + [""]
+    tpaired = paired_table(mha_rows)
+    if tpaired:
+        print("\n== Paired: fused and another evaluator call by call ==")
+        print("\n".join(tpaired))
+        peer_md += ["### Paired, call by call (BM_mha_paired)", "",
+                    "Each iteration times one fused call and one call of the other evaluator back "
+                    "to back (alternating which goes first); the ratio is the median over the pairs, "
+                    "the quartiles its spread. Steadier than two rows' ratio on a shared machine.", ""] \
+            + tpaired + [""]
     labels = peer_labels(core_rows) + peer_labels(mha_rows)
     for ctx in (core, mha):
         missing = (ctx or {}).get("context", {}).get("argus_peers_missing")

@@ -33,6 +33,18 @@
 //                       the output, checked once before timing; past 1e-3 the row fails
 //                       (SkipWithError) instead of reporting a time
 // Time is real time (UseRealTime), in milliseconds.
+//
+// With module_rows::paired, each other evaluator <o> gets family/fused_vs_<o>/... rows instead
+// of its own: every iteration times one fused call and one call of <o> back to back (which
+// goes first alternates), and the row reports the per-pair ratio <o> ÷ fused: its median
+// `ratio` and quartiles `ratio_q1`, `ratio_q3`, the medians `fused_ms` and `other_ms`, and
+// `pairs`; GFLOPS and peak_pct are fused's, from fused_ms; the row's time is one pair's;
+// max_diff and peak_rss_mb as above. A row whose timed loop ran fewer than
+// module_rows::min_pairs pairs (Google Benchmark stops at --benchmark_min_time) runs the rest
+// after it, untimed by Google Benchmark but in the statistics. Two rows run minutes apart meet
+// different loads on a shared machine; the calls of a pair meet the same, so the spread of the
+// ratio is the comparison's, not the machine's drift. During the row argus's workers block as soon
+// as they are idle (set_spin_wait(0)), so that they take no core from the other library.
 #pragma once
 
 #include <argus/argus.hpp>
@@ -47,6 +59,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -226,34 +239,164 @@ struct module_rows {
   bool fused = true;                      // argus::fused
   bool unfused = true;                    // argus::unfused
   std::vector<other_evaluator> others{};  // after argus's, in this order
-  bool check = false;  // fused and unfused rows also compare their output with the other's once
+  bool check = false;   // fused and unfused rows also compare their output with the other's once
+  bool paired = false;  // fused_vs_<other> rows instead of <other>'s: per-pair ratios (see the top)
+  std::int64_t min_pairs = 9;  // a paired row runs at least this many pairs (see the top)
 };
 
 namespace detail {
+
+/// A module with random weights and biases, a random (batch, n, d_model) input, and the
+/// forward expression over it.
+template <class Module>
+struct module_setup {
+  using activation = tensor<float, shape<argus::batch<>, argus::seq<>, model<Module::d_model>>>;
+  Module m;
+  activation x;  // (B,SEQ,D_MODEL)
+  decltype(std::declval<const Module&>().forward(std::declval<const activation&>())) y;
+
+  module_setup(std::size_t batch, std::size_t n)
+      : m(randomised()), x(batch, n), y(m.forward(std::as_const(x))) {
+    fill_random(x.data(), x.size(), 1, 1.0F);
+  }
+  // y refers to m and x: neither copied nor moved.
+  module_setup(const module_setup&) = delete;
+  module_setup& operator=(const module_setup&) = delete;
+  module_setup(module_setup&&) = delete;
+  module_setup& operator=(module_setup&&) = delete;
+  ~module_setup() = default;
+  static Module randomised() {
+    Module r;
+    const float s = 1.0F / std::sqrt(float(Module::d_model));
+    fill_random(r.w_q.data(), r.w_q.size(), 11, s);
+    fill_random(r.w_k.data(), r.w_k.size(), 12, s);
+    fill_random(r.w_v.data(), r.w_v.size(), 13, s);
+    fill_random(r.w_o.data(), r.w_o.size(), 14, s);
+    if constexpr (Module::has_bias) {
+      fill_random(r.b_q.data(), r.b_q.size(), 15, 0.1F);
+      fill_random(r.b_k.data(), r.b_k.size(), 16, 0.1F);
+      fill_random(r.b_v.data(), r.b_v.size(), 17, 0.1F);
+      fill_random(r.b_o.data(), r.b_o.size(), 18, 0.1F);
+    }
+    return r;
+  }
+  /// What another evaluator is handed, writing into `out`.
+  module_problem problem(float* out, int threads) const {
+    const auto bias = [](const auto& b) -> const float* {
+      if constexpr (Module::has_bias)
+        return b.data();
+      else
+        return nullptr;
+    };
+    return {x.extent(0),  x.extent(1),  Module::d_model, Module::heads, Module::kv_heads,
+            Module::d_k,  Module::d_v,  x.data(),        m.w_q.data(),  m.w_k.data(),
+            m.w_v.data(), m.w_o.data(), bias(m.b_q),     bias(m.b_k),   bias(m.b_v),
+            bias(m.b_o),  out,          threads};
+  }
+};
+
+/// Prepares `other` for the row and checks its output against argus's fused one; an empty
+/// run (the row has failed: SkipWithError) when it cannot run or differs past 1e-3.
+template <class Module>
+prepared_call prepare_checked(benchmark::State& state, const other_evaluator& other,
+                              const module_setup<Module>& setup, const module_problem& p,
+                              double& worst) {
+  prepared_call call = other.prepare(p);
+  if (!call.run) {
+    state.SkipWithError((other.name + " cannot run this row: " + call.label).c_str());
+    return {};
+  }
+  call.run();
+  {
+    const auto reference = evaluate(setup.y, fused);  // (B,SEQ,D_MODEL)
+    worst = worst_difference(call.output(), reference.data(), reference.size());
+  }
+  if (!(worst <= 1e-3)) {
+    state.SkipWithError(("output differs from argus fused: " + std::to_string(worst)).c_str());
+    return {};
+  }
+  return call;
+}
+
+/// The value at fraction q (0 to 1) of sorted `v` (linear between neighbours). pre: v sorted,
+/// not empty.
+inline double quantile(const std::vector<double>& v, double q) {
+  const double at = q * double(v.size() - 1);
+  const auto lo = std::size_t(at);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - double(lo)) * (v[hi] - v[lo]);
+}
+
+/// One fused_vs_<other> row: see the top of this header.
+template <class Module>
+void paired_row(benchmark::State& state, const other_evaluator& other, std::size_t batch,
+                std::size_t n, int threads, std::size_t min_pairs) {
+  using activation = typename module_setup<Module>::activation;
+  begin_row(threads);
+  const module_setup<Module> setup(batch, n);
+  activation out(batch, n), theirs(batch, n);  // (B,SEQ,D_MODEL) each
+  double worst = 0;
+  prepared_call call =
+      prepare_checked(state, other, setup, setup.problem(theirs.data(), threads), worst);
+  if (!call.run) {
+    argus::set_num_threads(0);
+    return;
+  }
+  reset_rss_high_water();
+  state.SetLabel(call.label);
+  // argus's idle workers would otherwise poll on while the other library runs, on the cores
+  // it wants (and the other library's may do the same to argus: for OpenMP, set
+  // OMP_WAIT_POLICY=passive to rule that out).
+  const std::chrono::microseconds spin = argus::spin_wait();
+  argus::set_spin_wait(std::chrono::microseconds{0});
+  auto ours = [&] { evaluate(setup.y, fused, out); };
+  ours();  // warm, as timed_loop does
+  std::vector<double> fused_ms, other_ms, ratios;
+  using clock = std::chrono::steady_clock;
+  auto ms_of = [](auto&& f) {
+    const auto t0 = clock::now();
+    f();
+    benchmark::ClobberMemory();
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  auto pair = [&] {
+    const bool fused_first = fused_ms.size() % 2 == 0;
+    const double a = fused_first ? ms_of(ours) : ms_of(call.run);
+    const double b = fused_first ? ms_of(call.run) : ms_of(ours);
+    fused_ms.push_back(fused_first ? a : b);
+    other_ms.push_back(fused_first ? b : a);
+    ratios.push_back(other_ms.back() / fused_ms.back());
+  };
+  for (auto _ : state) pair();
+  while (ratios.size() < min_pairs) pair();
+  argus::set_spin_wait(spin);
+  std::sort(fused_ms.begin(), fused_ms.end());
+  std::sort(other_ms.begin(), other_ms.end());
+  std::sort(ratios.begin(), ratios.end());
+  const double fused_median = quantile(fused_ms, 0.5);
+  const double flops = module_flops<Module>(batch, n, n, false);
+  state.counters["ratio"] = quantile(ratios, 0.5);
+  state.counters["ratio_q1"] = quantile(ratios, 0.25);
+  state.counters["ratio_q3"] = quantile(ratios, 0.75);
+  state.counters["fused_ms"] = fused_median;
+  state.counters["other_ms"] = quantile(other_ms, 0.5);
+  state.counters["pairs"] = double(ratios.size());
+  state.counters["GFLOPS"] = flops * 1e-6 / fused_median;
+  state.counters["peak_pct"] = 100.0 * flops * 1e-6 / fused_median / peak_gflops(threads);
+  state.counters["peak_rss_mb"] = rss_high_water_mib();
+  state.counters["max_diff"] = worst;
+  argus::set_num_threads(0);
+}
 
 /// One row: argus's `evaluator` ("fused" or "unfused") when `other` is null, else `other`.
 template <class Module>
 void module_row(benchmark::State& state, const std::string& evaluator, const other_evaluator* other,
                 std::size_t batch, std::size_t n, int threads, bool check) {
-  using activation = tensor<float, shape<argus::batch<>, argus::seq<>, model<Module::d_model>>>;
+  using activation = typename module_setup<Module>::activation;
   begin_row(threads);
-  Module m;
-  const float s = 1.0F / std::sqrt(float(Module::d_model));
-  fill_random(m.w_q.data(), m.w_q.size(), 11, s);
-  fill_random(m.w_k.data(), m.w_k.size(), 12, s);
-  fill_random(m.w_v.data(), m.w_v.size(), 13, s);
-  fill_random(m.w_o.data(), m.w_o.size(), 14, s);
-  if constexpr (Module::has_bias) {
-    fill_random(m.b_q.data(), m.b_q.size(), 15, 0.1F);
-    fill_random(m.b_k.data(), m.b_k.size(), 16, 0.1F);
-    fill_random(m.b_v.data(), m.b_v.size(), 17, 0.1F);
-    fill_random(m.b_o.data(), m.b_o.size(), 18, 0.1F);
-  }
-  activation x(batch, n);    // (B,SEQ,D_MODEL)
+  const module_setup<Module> setup(batch, n);
   activation out(batch, n);  // (B,SEQ,D_MODEL)
-  fill_random(x.data(), x.size(), 1, 1.0F);
-  const activation& cx = x;
-  const auto y = m.forward(cx);
+  const auto& y = setup.y;
   const double flops = module_flops<Module>(batch, n, n, false);
   if (other == nullptr) {
     const bool is_fused = evaluator == "fused";
@@ -271,29 +414,11 @@ void module_row(benchmark::State& state, const std::string& evaluator, const oth
     }
     return;
   }
-  const auto bias = [](const auto& b) -> const float* {
-    if constexpr (Module::has_bias)
-      return b.data();
-    else
-      return nullptr;
-  };
-  const module_problem p{
-      batch,       n,           Module::d_model, Module::heads, Module::kv_heads, Module::d_k,
-      Module::d_v, cx.data(),   m.w_q.data(),    m.w_k.data(),  m.w_v.data(),     m.w_o.data(),
-      bias(m.b_q), bias(m.b_k), bias(m.b_v),     bias(m.b_o),   out.data(),       threads};
-  prepared_call call = other->prepare(p);
-  if (!call.run) {
-    state.SkipWithError((other->name + " cannot run this row: " + call.label).c_str());
-    return;
-  }
-  call.run();
   double worst = 0;
-  {
-    const auto reference = evaluate(y, fused);  // (B,SEQ,D_MODEL)
-    worst = worst_difference(call.output(), reference.data(), reference.size());
-  }
-  if (!(worst <= 1e-3)) {
-    state.SkipWithError(("output differs from argus fused: " + std::to_string(worst)).c_str());
+  prepared_call call =
+      prepare_checked(state, *other, setup, setup.problem(out.data(), threads), worst);
+  if (!call.run) {
+    argus::set_num_threads(0);
     return;
   }
   reset_rss_high_water();  // the reference is gone; the inputs and the evaluator's buffers stay
@@ -305,23 +430,42 @@ void module_row(benchmark::State& state, const std::string& evaluator, const oth
 }  // namespace detail
 
 /// Registers `family`/<evaluator>/n:…/h:…[/kv_h:…]/d_model:…[/batch:…]/threads:… for argus's
-/// fused and unfused evaluators and each of rows.others, one row per (n, threads): the
-/// forward of Module on a self-attention input. Module is a multi_head_attention<...> of
-/// float. Call it before benchmark::RunSpecifiedBenchmarks (at static initialisation, as
-/// BENCHMARK() does, or in main).
+/// fused and unfused evaluators and each of rows.others (with rows.paired, fused_vs_<other>
+/// rows instead), one row per (n, threads): the forward of Module on a self-attention input. Module
+/// is a multi_head_attention<...> of float. Call it before benchmark::RunSpecifiedBenchmarks (at
+/// static initialisation, as BENCHMARK() does, or in main).
 template <class Module>
 void register_module(const std::string& family, const module_rows& rows = {}) {
   // Each registration keeps its own copy of the evaluator: they outlive `rows`.
   std::vector<std::pair<std::string, std::shared_ptr<const other_evaluator>>> evaluators;
   if (rows.fused) evaluators.emplace_back("fused", nullptr);
   if (rows.unfused) evaluators.emplace_back("unfused", nullptr);
-  for (const other_evaluator& o : rows.others)
-    evaluators.emplace_back(o.name, std::make_shared<const other_evaluator>(o));
+  if (!rows.paired)
+    for (const other_evaluator& o : rows.others)
+      evaluators.emplace_back(o.name, std::make_shared<const other_evaluator>(o));
   std::string config = "/h:" + std::to_string(Module::heads);
   if (Module::kv_heads != Module::heads) config += "/kv_h:" + std::to_string(Module::kv_heads);
   config += "/d_model:" + std::to_string(Module::d_model);
   if (rows.batch != 1) config += "/batch:" + std::to_string(rows.batch);
   const auto batch = std::size_t(rows.batch);
+  if (rows.paired)
+    for (const other_evaluator& o : rows.others) {
+      const auto other = std::make_shared<const other_evaluator>(o);
+      for (const std::int64_t t : rows.threads)
+        for (const std::int64_t n : rows.seq) {
+          std::string row = family;
+          row.append("/fused_vs_").append(o.name).append("/n:").append(std::to_string(n));
+          row.append(config).append("/threads:").append(std::to_string(t));
+          const auto min_pairs = std::size_t(std::max<std::int64_t>(1, rows.min_pairs));
+          benchmark::RegisterBenchmark(row.c_str(),
+                                       [other, batch, n, t, min_pairs](benchmark::State& s) {
+                                         detail::paired_row<Module>(
+                                             s, *other, batch, std::size_t(n), int(t), min_pairs);
+                                       })
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
+    }
   for (const auto& [name, other] : evaluators) {
     for (const std::int64_t t : rows.threads)
       for (const std::int64_t n : rows.seq) {
