@@ -347,8 +347,15 @@ void paired_row(benchmark::State& state, const other_evaluator& other, std::size
   // argus's idle workers would otherwise poll on while the other library runs, on the cores
   // it wants (and the other library's may do the same to argus: for OpenMP, set
   // OMP_WAIT_POLICY=passive to rule that out).
-  const std::chrono::microseconds spin = argus::spin_wait();
-  argus::set_spin_wait(std::chrono::microseconds{0});
+  struct passive_workers {  // restored however the row ends
+    std::chrono::microseconds before = argus::spin_wait();
+    passive_workers() { argus::set_spin_wait(std::chrono::microseconds{0}); }
+    passive_workers(const passive_workers&) = delete;
+    passive_workers& operator=(const passive_workers&) = delete;
+    passive_workers(passive_workers&&) = delete;
+    passive_workers& operator=(passive_workers&&) = delete;
+    ~passive_workers() { argus::set_spin_wait(before); }
+  } passive;
   auto ours = [&] { evaluate(setup.y, fused, out); };
   ours();  // warm, as timed_loop does
   std::vector<double> fused_ms, other_ms, ratios;
@@ -369,7 +376,6 @@ void paired_row(benchmark::State& state, const other_evaluator& other, std::size
   };
   for (auto _ : state) pair();
   while (ratios.size() < min_pairs) pair();
-  argus::set_spin_wait(spin);
   std::sort(fused_ms.begin(), fused_ms.end());
   std::sort(other_ms.begin(), other_ms.end());
   std::sort(ratios.begin(), ratios.end());
