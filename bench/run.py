@@ -695,7 +695,10 @@ def main():
         peer_md += ["### Paired, call by call (BM_mha_paired)", "",
                     "Each iteration times one fused call and one call of the other evaluator back "
                     "to back (alternating which goes first); the ratio is the median over the pairs, "
-                    "the quartiles its spread. Steadier than two rows' ratio on a shared machine.", ""] \
+                    "the quartiles its spread. Steadier than two rows' ratio on a shared machine. "
+                    "OMP_WAIT_POLICY in this run: %s (passive keeps an OpenMP peer's idle threads "
+                    "from polling during argus's call on more than one thread)."
+                    % os.environ.get("OMP_WAIT_POLICY", "not set"), ""] \
             + tpaired + [""]
     labels = peer_labels(core_rows) + peer_labels(mha_rows)
     for ctx in (core, mha):
