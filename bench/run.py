@@ -696,8 +696,9 @@ def main():
                     "Each iteration times one fused call and one call of the other evaluator back "
                     "to back (alternating which goes first); the ratio is the median over the pairs, "
                     "the quartiles its spread. Steadier than two rows' ratio on a shared machine. "
-                    "OMP_WAIT_POLICY in this run: %s (passive keeps an OpenMP peer's idle threads "
-                    "from polling during argus's call on more than one thread)."
+                    "Read the 1-thread rows: on more than one thread an OpenMP peer's idle threads "
+                    "either poll through argus's calls or, passive, are woken for each of its own "
+                    "(OMP_WAIT_POLICY in this run: %s)."
                     % os.environ.get("OMP_WAIT_POLICY", "not set"), ""] \
             + tpaired + [""]
     labels = peer_labels(core_rows) + peer_labels(mha_rows)

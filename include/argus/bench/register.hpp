@@ -44,7 +44,10 @@
 // after it, untimed by Google Benchmark but in the statistics. Two rows run minutes apart meet
 // different loads on a shared machine; the calls of a pair meet the same, so the spread of the
 // ratio is the comparison's, not the machine's drift. During the row argus's workers block as soon
-// as they are idle (set_spin_wait(0)), so that they take no core from the other library.
+// as they are idle (set_spin_wait(0)), so that they take no core from the other library; but on
+// more than one thread the other library's idle threads meet argus's calls whichever way they
+// wait (polling through them, or woken for each of its own calls), so read paired rows on one
+// thread and compare multi-thread rows unpaired.
 #pragma once
 
 #include <argus/argus.hpp>
@@ -345,8 +348,9 @@ void paired_row(benchmark::State& state, const other_evaluator& other, std::size
   reset_rss_high_water();
   state.SetLabel(call.label);
   // argus's idle workers would otherwise poll on while the other library runs, on the cores
-  // it wants (and the other library's may do the same to argus: for OpenMP, set
-  // OMP_WAIT_POLICY=passive to rule that out).
+  // it wants. The other library's may do the same to argus, or (OpenMP with
+  // OMP_WAIT_POLICY=passive) sleep and pay a wake-up per call: on more than one thread a
+  // pair's calls interfere either way (the top of this header).
   struct passive_workers {  // restored however the row ends
     std::chrono::microseconds before = argus::spin_wait();
     passive_workers() { argus::set_spin_wait(std::chrono::microseconds{0}); }
