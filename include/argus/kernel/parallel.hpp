@@ -225,7 +225,10 @@ class thread_pool {
       open_ = &job;
       opened_.fetch_add(1, std::memory_order_release);  // wakes the spinning workers
     }
-    wake_.notify_all();  // and the sleeping ones
+    // And as many sleeping ones as the job wants helpers, not all: a worker woken for nothing
+    // spins before it sleeps again, which a pool grown for a larger thread count would pay
+    // on every smaller call with every idle worker.
+    for (std::size_t i = 0; i < job.helpers_wanted; ++i) wake_.notify_one();
     {
       parallel_region region(0);
       job.work(0);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -98,6 +99,45 @@ BOOST_AUTO_TEST_CASE(spin_wait_is_clamped_and_zero_leaves_idle_workers_asleep) {
              "a worker woken too late for its job slept instead of spinning for 1 s");
   argus::set_spin_wait(0us);
   both_threads();  // ends the spin, and leaves the worker asleep for the tests after
+#else
+  BOOST_TEST_MESSAGE("the worker states need Linux's /proc; not checked here");
+#endif
+}
+
+// A call wakes as many sleeping workers as it wants helpers, not the whole pool: a pool grown
+// for 4 threads and then called with 2 leaves its other workers asleep, where each one woken
+// for nothing would spin for spin_wait() before sleeping again. (After the case above, which
+// needs a pool of one worker.)
+BOOST_AUTO_TEST_CASE(a_call_wakes_only_the_workers_it_wants) {
+  settings_guard guard;
+  using namespace std::chrono_literals;
+#if defined(__linux__)
+  // `threads` tasks that wait for each other: every worker of the call joins; their thread ids.
+  auto all_join = [](std::size_t threads) {
+    argus::set_num_threads(threads);
+    std::atomic<std::size_t> started{0};
+    std::vector<long> ids(threads, 0);
+    argus::kernel::parallel_for(threads, [&](std::size_t, std::size_t thread) {
+      started.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (started.load() < threads && std::chrono::steady_clock::now() < deadline) {
+      }
+      ids[thread] = long(::syscall(SYS_gettid));
+    });
+    return ids;
+  };
+  argus::set_spin_wait(0us);
+  const std::vector<long> four = all_join(4);  // the pool grows to 3 workers, all asleep after
+  std::this_thread::sleep_for(20ms);
+  argus::set_spin_wait(1s);
+  all_join(2);  // one helper wanted: one worker woken
+  std::this_thread::sleep_for(20ms);
+  std::size_t spinning = 0;
+  for (std::size_t t = 1; t < four.size(); ++t) spinning += thread_state(four[t]) == 'R' ? 1 : 0;
+  BOOST_TEST(spinning == 1u,
+             spinning << " of the pool's 3 workers spin after a call that wanted 1");
+  argus::set_spin_wait(0us);
+  all_join(4);  // ends the spin
 #else
   BOOST_TEST_MESSAGE("the worker states need Linux's /proc; not checked here");
 #endif
