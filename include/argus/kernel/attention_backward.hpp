@@ -97,9 +97,11 @@ void transpose_into(std::size_t rows, std::size_t cols, const T* src, std::size_
   const std::size_t full_r = rows / w * w, full_c = cols / w * w;
   for (std::size_t r0 = 0; r0 < full_r; r0 += w) {
     for (std::size_t c0 = 0; c0 < full_c; c0 += w) {
-      V block[w];
+      V block[w];  // unrolled, so that the block stays in registers
+#pragma GCC unroll 16
       for (std::size_t q = 0; q < w; ++q) block[q] = V::load(src + (r0 + q) * ld_src + c0);
       transpose(block);
+#pragma GCC unroll 16
       for (std::size_t q = 0; q < w; ++q) block[q].store(dst + (c0 + q) * ld_dst + r0);
     }
     for (std::size_t c = full_c; c < cols; ++c)

@@ -274,12 +274,17 @@ void carve(const flash_layout<T>& layout, flash_item<T>& it) {
 template <class T>
 void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std::size_t dvp) {
   constexpr std::size_t tile = flash_blocking<T>::q_tile;
-  s.min_query = s.query[0], s.max_query = s.query[0];
+  // In locals: updated through s, every row's store to s.q[r] (which may alias s) made GCC
+  // store both and reload them, a store-forwarding stall per row.
+  const T* const q_batch = p.q + b * p.q_batch;
+  std::size_t lowest = s.query[0], highest = s.query[0];
   for (std::size_t r = 0; r < s.rows; ++r) {
-    s.q[r] = p.q + b * p.q_batch + s.head[r] * p.q_head + s.query[r] * p.q_row;
-    s.min_query = std::min(s.min_query, s.query[r]);
-    s.max_query = std::max(s.max_query, s.query[r]);
+    const std::size_t query = s.query[r];
+    s.q[r] = q_batch + s.head[r] * p.q_head + query * p.q_row;
+    lowest = std::min(lowest, query);
+    highest = std::max(highest, query);
   }
+  s.min_query = lowest, s.max_query = highest;
   if (s.on_lanes()) {
     using V = simd<T>;
     constexpr std::size_t w = V::width;
@@ -288,9 +293,12 @@ void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std:
     for (; r0 + w <= s.rows; r0 += w) {  // whole width × width blocks: register transposes
       std::size_t c0 = 0;
       for (; c0 + w <= p.d_k; c0 += w) {
+        // Unrolled, so that the block stays in registers (rolled, GCC kept it on the stack).
         V block[w];
+#pragma GCC unroll 16
         for (std::size_t u = 0; u < w; ++u) block[u] = V::load(s.q[r0 + u] + c0) * scale;
         transpose(block);
+#pragma GCC unroll 16
         for (std::size_t u = 0; u < w; ++u) block[u].store(s.qt + (c0 + u) * tile + r0);
       }
       for (std::size_t r = r0; r < r0 + w; ++r)
@@ -523,6 +531,15 @@ void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s
       for (std::size_t c0 = 0; c0 < p.d_v; c0 += w) {
         const std::size_t cols = std::min(w, p.d_v - c0);
         V block[w];
+        if (rows == w && cols == w) {  // whole blocks, unrolled: the block stays in registers
+#pragma GCC unroll 16
+          for (std::size_t u = 0; u < w; ++u) block[u] = V::load(s.acc + (c0 + u) * tile + r0);
+          transpose(block);
+#pragma GCC unroll 16
+          for (std::size_t u = 0; u < w; ++u)
+            (block[u] * V::broadcast(inverse[r0 + u])).store(out[u] + c0);
+          continue;
+        }
         for (std::size_t u = 0; u < w; ++u)
           block[u] = u < cols ? V::load(s.acc + (c0 + u) * tile + r0) : V::zero();
         transpose(block);

@@ -257,34 +257,38 @@ namespace detail {
 // bit H differs from the row's bit H, i.e. exchange the off-diagonal H x H blocks of every
 // 2H x 2H block. Lane index L < width takes from a, L + width from b.
 template <class N, std::size_t H, std::size_t W, std::size_t... L>
-inline void transpose_step(N& a, N& b, std::index_sequence<L...>) noexcept {
+[[gnu::always_inline]] inline void transpose_step(N& a, N& b, std::index_sequence<L...>) noexcept {
   const N lo = __builtin_shufflevector(a, b, ((L & H) ? int(W + L - H) : int(L))...);
   const N hi = __builtin_shufflevector(a, b, ((L & H) ? int(W + L) : int(L + H))...);
   a = lo;
   b = hi;
 }
+
+// One round of transpose(): the step of distance H on every pair of rows (i, i | H).
+template <std::size_t H, class V, std::size_t... I>
+[[gnu::always_inline]] inline void transpose_round(V* rows, std::index_sequence<I...>) noexcept {
+  constexpr std::size_t w = sizeof...(I);
+  (((I & H) == 0 ? transpose_step<typename V::native, H, w>(rows[I].v, rows[I | H].v,
+                                                            std::make_index_sequence<w>{})
+                 : void()),
+   ...);
+}
+
+template <class V, std::size_t... S>
+[[gnu::always_inline]] inline void transpose_rounds(V* rows, std::index_sequence<S...>) noexcept {
+  (transpose_round<(std::size_t(1) << S)>(rows, std::make_index_sequence<V::width>{}), ...);
+}
 }  // namespace detail
 
 /// Transposes the width x width block held in rows[0 .. width): afterwards lane j of rows[i]
 /// is what lane i of rows[j] was. log2(width) rounds of two-source shuffles (width/2 pairs
-/// each); used to pack row-major data column-wise (the B^T panels of gemm_nt).
+/// each); used to pack row-major data column-wise (the B^T panels of gemm_nt). Inlined
+/// whole (no lambdas, every helper always_inline), so that the block stays in registers: out
+/// of line, it went through the stack on both sides of the call (docs/performance.md,
+/// "Starting and ending a work item").
 template <class T>
-inline void transpose(simd<T>* rows) noexcept {
-  constexpr std::size_t w = simd<T>::width;
-  using N = typename simd<T>::native;
-  auto round = [&]<std::size_t H, std::size_t... I>(std::integral_constant<std::size_t, H>,
-                                                    std::index_sequence<I...>) {
-    (((I & H) == 0
-          ? detail::transpose_step<N, H, w>(rows[I].v, rows[I | H].v, std::make_index_sequence<w>{})
-          : void()),
-     ...);
-  };
-  [&]<std::size_t... S>(std::index_sequence<S...>) {
-    (round(std::integral_constant<std::size_t, (std::size_t(1) << S)>{},
-           std::make_index_sequence<w>{}),
-     ...);
-  }
-  (std::make_index_sequence<std::bit_width(w) - 1>{});
+[[gnu::always_inline]] inline void transpose(simd<T>* rows) noexcept {
+  detail::transpose_rounds(rows, std::make_index_sequence<std::bit_width(simd<T>::width) - 1>{});
 }
 
 }  // namespace ARGUS_KERNEL_ISA_NAMESPACE
