@@ -92,20 +92,30 @@ struct flash_blocking {
 /// 2^x lane-wise for x <= 8 (the construction holds below 128): the softmax's arguments,
 /// (s - m) · log2 e with m at most rescale_slack below s. N registers at once: each step runs
 /// on all N before the next, so that N independent chains are in flight (Zen 1's FP scheduler
-/// holds about one chain's worth of operations; measured in docs/performance.md). float: x is
-/// clamped to -127 from below (a NaN stays NaN), x = n + r with n = round(x) and |r| <= 1/2,
-/// both exact (no Cody-Waite split, which e^x needs for n ln 2), 2^r by a degree-6 polynomial
-/// in t = r ln 2 (the Chebyshev interpolant of e^t on |t| <= ln2/2, relative error 2e-8
-/// before rounding), and the result is p · 2^n, 2^n built from the bits of the rounding
-/// constant t (whose low mantissa bits hold n + 127). So -inf and every x < -126.5 give exactly 0
-/// (2^n is +0 for n = -127), x down to -126 a normal number, a NaN gives NaN; 12 vector operations,
-/// 7 of them FMAs or products. double: std::exp2 per lane.
+/// holds about one chain's worth of operations; measured in docs/performance.md). float:
+/// x = n + r with n = round(x) and |r| <= 1/2, both exact (no Cody-Waite split, which e^x
+/// needs for n ln 2), 2^r by a degree-6 polynomial in t = r ln 2 (the Chebyshev interpolant of
+/// e^t on |t| <= ln2/2, relative error 2e-8 before rounding), and the result is p · 2^n,
+/// rounded once. -inf and every x <= -126.5 give exactly 0, x down to -126 a normal number, a
+/// NaN gives NaN. AVX-512: n by vrndscaleps, p · 2^n by vscalefps, whose mask zeroes
+/// x <= -126.5; 10 vector operations. Elsewhere: x is clamped to -127 from below (a NaN stays
+/// NaN), n comes from adding a rounding constant t (whose low mantissa bits then hold
+/// n + 127) and 2^n from t's bits (+0 for n = -127); 12 vector operations, 7 of them FMAs or
+/// products. The two agree to the bit but at half-integer x, where the first rounds n to even
+/// and the second n + 127 (equally exact reductions, results within an ulp; docs/performance.md,
+/// "The exponential with vscalefps"). double: std::exp2 per lane.
 template <class T, std::size_t N>
 [[gnu::always_inline]] inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
   if constexpr (std::is_same_v<T, float>) {
     using V = simd<float>;  // not simd<T>: a dependent vector_size would be dropped
-    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));
-    static_assert(sizeof(U) == sizeof(V::native));
+    V n[N], r[N], p[N];     // on AVX-512 n holds n; elsewhere n + 1.5 · 2^23 + 127
+#if defined(__AVX512F__)
+    const V floor = V::broadcast(-126.5f);
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) n[i] = round_to_integer(x[i]);
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - n[i];
+#else
     // 1.5 · 2^23 + 127: adding it rounds to an integer and leaves n + 127 in the low bits.
     const V shifter = V::broadcast(12582912.0f + 127.0f);
     V lowest = V::broadcast(-127.0f);
@@ -114,13 +124,13 @@ template <class T, std::size_t N>
 #if defined(__x86_64__) || defined(__i386__)
     asm("" : "+x"(lowest.v));
 #endif
-    V t[N], r[N], p[N];
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < N; ++i) x[i] = max(lowest, x[i]);  // NaN: max returns x[i]
 #pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) t[i] = x[i] + shifter;
+    for (std::size_t i = 0; i < N; ++i) n[i] = x[i] + shifter;
 #pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - (t[i] - shifter);
+    for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - (n[i] - shifter);
+#endif
     constexpr float c[] = {1.54614448547e-4f,
                            1.34004279971e-3f,
                            9.61805600673e-3f,
@@ -134,15 +144,22 @@ template <class T, std::size_t N>
     for (std::size_t k = 2; k < 7; ++k)
 #pragma GCC unroll 8
       for (std::size_t i = 0; i < N; ++i) p[i] = fma(p[i], r[i], V::broadcast(c[k]));
+#if defined(__AVX512F__)
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) x[i] = scale_by_exp2(p[i], n[i], x[i], floor);
+#else
+    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));
+    static_assert(sizeof(U) == sizeof(V::native));
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < N; ++i) {
       U bits;
-      std::memcpy(&bits, &t[i].v, sizeof bits);
+      std::memcpy(&bits, &n[i].v, sizeof bits);
       bits <<= 23;  // n + 127 in the exponent field, 0 in the mantissa: 2^n (+0 for n = -127)
       V scale;
       std::memcpy(&scale.v, &bits, sizeof bits);
       x[i] = p[i] * scale;
     }
+#endif
   } else {
     for (std::size_t i = 0; i < N; ++i)
       for (std::size_t u = 0; u < simd<T>::width; ++u) x[i].v[u] = std::exp2(x[i].v[u]);

@@ -157,6 +157,29 @@ inline simd<T> fma(simd<T> a, simd<T> b, simd<T> c) noexcept {
 #endif
 }
 
+#if defined(__AVX512F__)
+// AVX-512 only: one instruction each for what exp2_nonpositive (flash_micro_kernels.hpp)
+// builds from several elsewhere.
+
+/// x rounded to the nearest integer, ties to even (vrndscaleps): as x + 1.5 · 2^23 - 1.5 · 2^23
+/// for |x| < 2^22; ±inf and NaN stay.
+[[gnu::always_inline]] inline simd<float> round_to_integer(simd<float> x) noexcept {
+  // The masked form with every lane kept: GCC 12's _mm512_roundscale_ps passes an undefined
+  // register, which -Og reports as maybe-uninitialized.
+  const __m512 v = (__m512)x.v;
+  return {(simd<float>::native)_mm512_mask_roundscale_ps(
+      v, __mmask16(0xffff), v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+
+/// p · 2^n for integral n, rounded once (vscalefps), in the lanes where x is above `floor`
+/// or NaN; +0 in the others (x <= floor, -inf among them).
+[[gnu::always_inline]] inline simd<float> scale_by_exp2(simd<float> p, simd<float> n, simd<float> x,
+                                                        simd<float> floor) noexcept {
+  const __mmask16 keep = _mm512_cmp_ps_mask((__m512)x.v, (__m512)floor.v, _CMP_NLE_UQ);
+  return {(simd<float>::native)_mm512_maskz_scalef_ps(keep, (__m512)p.v, (__m512)n.v)};
+}
+#endif
+
 /// e^x lane-wise. For float: range reduction x = n ln2 + r, |r| <= ln2/2, a degree-6
 /// polynomial for e^r and 2^n assembled in the exponent bits; max relative error about
 /// 2 ulp over the normal range. Lanes below -87.3 (and -inf) give exactly 0, lanes above
