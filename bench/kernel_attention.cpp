@@ -12,13 +12,21 @@
 //             time, against the one-thread peak: what the kernel achieves while it runs,
 //             whatever else shares the machine (on a loaded machine the wall-clock
 //             figures measure the load as much as the kernel).
-// smoke-filter: flash_attention/1024/1/0|flash_decode/8192/1
+// flash_item_parts/<n> (seq_q = seq_kv = n, 1 thread) runs flash_attention's work items by
+// hand, as flash_attention_tiles_of_queries does (kernel::detail::start_query_item, run_item,
+// store_set), with run_item called once per key tile and each step timed: where an item's
+// time goes (docs/performance.md, "Starting and ending a work item"). Counters, per item:
+//   start_us, tiles_us, store_us  the three steps;
+//   key_tile_us      tiles_us over the key tiles of an item (a short last tile counts as one);
+//   start_store_pct  start + store, in percent of the item.
+// smoke-filter: flash_attention/1024/1/0|flash_decode/8192/1|flash_item_parts/1024
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -102,6 +110,44 @@ void flash_decode(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * std::int64_t(2 * heads * n_kv * d * sizeof(float)));
 }
 
+void flash_item_parts(benchmark::State& state) {
+  namespace kd = argus::kernel::detail;
+  using clock = std::chrono::steady_clock;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  attention_data data(n, n, false);
+  argus::set_num_threads(1);  // the items of a one-thread call
+  const kd::query_items plan = kd::plan_query_items(data.p);
+  const kd::flash_layout<float> layout(data.p, plan.sets());
+  const std::size_t key_tiles = (n + layout.k_tile - 1) / layout.k_tile;
+  double start = 0, tiles = 0, store = 0;  // seconds
+  auto seconds = [](clock::duration t) { return std::chrono::duration<double>(t).count(); };
+  for (auto _ : state) {
+    for (std::size_t task = 0; task < plan.count(); ++task) {
+      const auto t0 = clock::now();
+      const kd::flash_item<float> it = kd::start_query_item(data.p, plan, layout, task);
+      const auto t1 = clock::now();
+      for (std::size_t j0 = 0; j0 < n; j0 += layout.k_tile)
+        kd::run_item<float, d, d>(it, j0, std::min(n, j0 + layout.k_tile));
+      const auto t2 = clock::now();
+      for (std::size_t si = 0; si < it.set_count; ++si)
+        kd::store_set(data.p, it.b, it.sets[si], it.dvp);
+      const auto t3 = clock::now();
+      start += seconds(t1 - t0), tiles += seconds(t2 - t1), store += seconds(t3 - t2);
+    }
+    benchmark::DoNotOptimize(data.o.data());
+    benchmark::ClobberMemory();
+  }
+  argus::set_num_threads(0);
+  const double items = double(state.iterations()) * double(plan.count());
+  state.counters["start_us"] = 1e6 * start / items;
+  state.counters["tiles_us"] = 1e6 * tiles / items;
+  state.counters["store_us"] = 1e6 * store / items;
+  state.counters["key_tile_us"] = 1e6 * tiles / items / double(key_tiles);
+  state.counters["start_store_pct"] = 100.0 * (start + store) / (start + tiles + store);
+  state.counters["GFLOPS"] = benchmark::Counter(4e-9 * heads * double(n) * double(n) * d,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void prefill_arguments(benchmark::internal::Benchmark* b) {
   for (int causal : {0, 1})
     for (int threads : {1, 2})
@@ -121,6 +167,7 @@ BENCHMARK(flash_attention)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
+BENCHMARK(flash_item_parts)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(flash_decode)
     ->Args({8192, 1})
     ->Args({8192, 2})

@@ -601,34 +601,42 @@ query_items plan_query_items(const attention_problem<T>& p) noexcept {
   return q;
 }
 
-/// Items (batch item, K/V head, run of query tiles), each with query heads of the group.
-template <class T, std::size_t DK, std::size_t DV>
-void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
+/// Work item `task` of `plan`, started: this thread's scratch carved for it, its row sets
+/// (query tiles × query heads of the group) filled in and started (start_set). Consecutive
+/// items share a K/V head, whose K and V then stay in L2; within a head the costliest runs
+/// come first (under a causal mask the last query tiles see the most keys).
+template <class T>
+flash_item<T> start_query_item(const attention_problem<T>& p, const query_items& plan,
+                               const flash_layout<T>& layout, std::size_t task) {
   constexpr std::size_t tile = flash_blocking<T>::q_tile;
   const std::size_t group = p.heads / p.kv_heads;
+  const std::size_t pair = task / (plan.parts * plan.runs), rest = task % (plan.parts * plan.runs);
+  const std::size_t run = plan.runs - 1 - rest / plan.parts, part = rest % plan.parts;
+  flash_item<T> it{&p,      pair / p.kv_heads, pair % p.kv_heads, nullptr, 0,
+                   nullptr, nullptr,           nullptr,           0,       0};
+  carve(layout, it);
+  const std::size_t h0 = it.g * group + part * plan.per_item,
+                    h1 = std::min(it.g * group + group, h0 + plan.per_item);
+  for (std::size_t qt = run * plan.span; qt < std::min(plan.q_tiles, (run + 1) * plan.span); ++qt) {
+    const std::size_t i0 = qt * tile, rows = std::min(tile, p.seq_q - i0);
+    for (std::size_t h = h0; h < h1; ++h) {
+      row_set<T>& s = it.sets[it.set_count++];
+      s.rows = rows;
+      for (std::size_t r = 0; r < rows; ++r) s.head[r] = h, s.query[r] = i0 + r;
+      start_set(p, it.b, s, it.dvp);
+    }
+  }
+  return it;
+}
+
+/// Items (batch item, K/V head, run of query tiles), each with query heads of the group.
+/// (bench/kernel_attention.cpp's flash_item_parts times the three steps of an item.)
+template <class T, std::size_t DK, std::size_t DV>
+void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
   const query_items plan = plan_query_items(p);
-  const std::size_t q_tiles = plan.q_tiles, span = plan.span, runs = plan.runs,
-                    per_item = plan.per_item, parts_used = plan.parts;
   const flash_layout<T> layout(p, plan.sets());
   parallel_for(plan.count(), [&](std::size_t task, std::size_t) {
-    // Consecutive items share a K/V head, whose K and V then stay in L2; within a head the
-    // costliest runs come first (under a causal mask the last query tiles see the most keys).
-    const std::size_t pair = task / (parts_used * runs), rest = task % (parts_used * runs);
-    const std::size_t run = runs - 1 - rest / parts_used, part = rest % parts_used;
-    flash_item<T> it{&p,      pair / p.kv_heads, pair % p.kv_heads, nullptr, 0,
-                     nullptr, nullptr,           nullptr,           0,       0};
-    carve(layout, it);
-    const std::size_t h0 = it.g * group + part * per_item,
-                      h1 = std::min(it.g * group + group, h0 + per_item);
-    for (std::size_t qt = run * span; qt < std::min(q_tiles, (run + 1) * span); ++qt) {
-      const std::size_t i0 = qt * tile, rows = std::min(tile, p.seq_q - i0);
-      for (std::size_t h = h0; h < h1; ++h) {
-        row_set<T>& s = it.sets[it.set_count++];
-        s.rows = rows;
-        for (std::size_t r = 0; r < rows; ++r) s.head[r] = h, s.query[r] = i0 + r;
-        start_set(p, it.b, s, it.dvp);
-      }
-    }
+    const flash_item<T> it = start_query_item(p, plan, layout, task);
     run_item<T, DK, DV>(it, 0, visible_keys(p));
     for (std::size_t si = 0; si < it.set_count; ++si) store_set(p, it.b, it.sets[si], it.dvp);
   });
