@@ -530,20 +530,14 @@ void store_set(const attention_problem<T>& p, std::size_t b, const row_set<T>& s
       for (std::size_t u = 0; u < rows; ++u) out[u] = out_row(r0 + u);
       for (std::size_t c0 = 0; c0 < p.d_v; c0 += w) {
         const std::size_t cols = std::min(w, p.d_v - c0);
-        V block[w];
-        if (rows == w && cols == w) {  // whole blocks, unrolled: the block stays in registers
+        V block[w];  // unrolled (bounds tested per row), so that the block stays in registers
 #pragma GCC unroll 16
-          for (std::size_t u = 0; u < w; ++u) block[u] = V::load(s.acc + (c0 + u) * tile + r0);
-          transpose(block);
-#pragma GCC unroll 16
-          for (std::size_t u = 0; u < w; ++u)
-            (block[u] * V::broadcast(inverse[r0 + u])).store(out[u] + c0);
-          continue;
-        }
         for (std::size_t u = 0; u < w; ++u)
           block[u] = u < cols ? V::load(s.acc + (c0 + u) * tile + r0) : V::zero();
         transpose(block);
-        for (std::size_t u = 0; u < rows; ++u) {
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < w; ++u) {
+          if (u >= rows) break;
           const V x = block[u] * V::broadcast(inverse[r0 + u]);
           if (cols == w)
             x.store(out[u] + c0);
