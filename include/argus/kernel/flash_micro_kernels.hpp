@@ -24,9 +24,11 @@
 //   value_block       tiles of few rows: the accumulator is (rows, DVP), d_v on lanes
 //                     (registers of queries would be mostly empty lanes); row_block ×
 //                     col_vectors = 6 × 4; per key: 4 loads of a V row, 6 broadcasts of P.
-// 16-register targets (AVX2, the portable fallback) use 5 × 2 for the score and lane-value
-// blocks and 3 × 3 for value_block. Measured on Zen 1 (AVX2, docs/performance.md): a 6 × 2
-// score block the same; the row-major value block (queries on rows, d_v on lanes) 4 × 2,
+// 16-register targets (AVX2, the portable fallback) use 6 × 2 for the score and lane-value
+// blocks (12 accumulators, 2 registers of queries, 1 broadcast: 15 of 16) and 3 × 3 for
+// value_block. Measured on Zen 1 (AVX2, docs/performance.md): a 6 × 2 score block the same
+// as 5 × 2; on Zen 4 (AVX2 build) 6 × 2 for both blocks 2.1-2.7 % faster than 5 × 2, the
+// portable build 0.8 %; the row-major value block (queries on rows, d_v on lanes) 4 × 2,
 // 4 × 3 and 3 × 3 at 83 % of the FMA peak in the loop nest against 92 % for the score block,
 // hence lane_value_block for every tile of more than dot_rows rows.
 #pragma once
@@ -55,9 +57,8 @@ struct flash_blocking {
   static constexpr std::size_t q_vectors = wide ? 4 : 2;
   /// Query rows per tile: one register of queries per q_vector (64 floats on AVX-512).
   static constexpr std::size_t q_tile = q_vectors * width;
-  static constexpr std::size_t key_block = wide ? 6 : 5;  // score block: key_block × q_vectors
-  static constexpr std::size_t value_cols =
-      wide ? 6 : 5;  // lane_value_block: value_cols × q_vectors
+  static constexpr std::size_t key_block = 6;   // score block: key_block × q_vectors
+  static constexpr std::size_t value_cols = 6;  // lane_value_block: value_cols × q_vectors
   static constexpr std::size_t row_block = wide ? 6 : 3;  // value block: row_block × col_vectors
   static constexpr std::size_t col_vectors = wide ? 4 : 3;
   /// The K tile and the V tile together stay within this many bytes, so that both sit in
