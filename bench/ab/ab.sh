@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/ab/ab.sh -- compare the kernels of two revisions in one process (docs/performance.md,
+# "Noise"): each revision's include/ is compiled into its own inline namespace and the
+# driver (main.cpp) calls the two alternately, reporting the median ratio of their times.
+#
+#   bench/ab/ab.sh [options] REV_A REV_B [attention N ROUNDS CAUSAL THREADS | gemm M ROUNDS]
+#
+# REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
+# the working tree's include/ as it is now. The workload defaults to `attention 1024 40 0 1`.
+# Options:
+#   --march=ISA   the -march the two sides and the driver are compiled for (default native;
+#                 x86-64-v3 for the AVX2 kernels, x86-64 for the portable ones)
+#   --cxx=CXX     the compiler (default g++-12; clang++-14 works too)
+#   --keep        keep the temporary directory, and print it
+#
+# Only code inside argus::kernel's ISA namespace (ARGUS_KERNEL_ISA_NAMESPACE: the kernels)
+# is kept apart; what lies outside it (the thread pool, argus::kernel::attention_problem's
+# definition is rebuilt per side) is one definition for both, so the script lists the
+# headers outside kernel/ that differ between the revisions, where the comparison may mix
+# the two sides.
+set -euo pipefail
+
+march=native cxx=g++-12 keep=0
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --march=*) march=${1#--march=} ;;
+    --cxx=*) cxx=${1#--cxx=} ;;
+    --keep) keep=1 ;;
+    *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [[ $# -lt 2 ]]; then
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
+rev_a=$1 rev_b=$2
+shift 2
+workload=("$@")
+[[ ${#workload[@]} -gt 0 ]] || workload=(attention 1024 40 0 1)
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)  # the checkout (git is needed only for revisions)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/argus_ab.XXXXXX")
+if [[ $keep == 1 ]]; then
+  echo "ab.sh: working in $tmp"
+else
+  trap 'rm -rf "$tmp"' EXIT
+fi
+
+# The include/ tree of revision $1 into $tmp/$2, its kernels renamed into namespace $3.
+extract() {
+  local rev=$1 dir=$tmp/$2 ns=$3
+  mkdir -p "$dir"
+  if [[ $rev == WORKTREE ]]; then
+    cp -r "$root/include" "$dir/"
+  else
+    local commit
+    commit=$(git -C "$root" rev-parse --verify --quiet "$rev^{commit}") ||
+      { echo "ab.sh: $rev is not a revision of $root" >&2; exit 2; }
+    git -C "$root" archive "$commit" include | tar -x -C "$dir"
+  fi
+  local isa=$dir/include/argus/kernel/isa.hpp
+  sed -i "s/^#define ARGUS_KERNEL_ISA_NAMESPACE ARGUS_KERNEL_TARGET_ISA\$/#define ARGUS_KERNEL_ISA_NAMESPACE $ns/" "$isa"
+  grep -q "^#define ARGUS_KERNEL_ISA_NAMESPACE $ns\$" "$isa" ||
+    { echo "ab.sh: $rev: no '#define ARGUS_KERNEL_ISA_NAMESPACE ARGUS_KERNEL_TARGET_ISA' in isa.hpp to rename" >&2; exit 1; }
+}
+extract "$rev_a" a argus_ab_a
+extract "$rev_b" b argus_ab_b
+
+outside=$(diff -rq "$tmp/a/include" "$tmp/b/include" | grep -v "/argus/kernel/" | sed 's/^/  /' || true)
+if [[ -n $outside ]]; then
+  echo "ab.sh: headers outside kernel/ differ between $rev_a and $rev_b (one definition serves both sides):"
+  echo "$outside"
+fi
+
+flags=(-std=c++20 -O3 -DNDEBUG "-march=$march" -pthread)
+echo "ab.sh: A = $rev_a, B = $rev_b; $cxx ${flags[*]}"
+"$cxx" "${flags[@]}" -I"$tmp/a/include" -DARGUS_AB_SIDE=a -c "$here/variant.cpp" -o "$tmp/a.o" &
+"$cxx" "${flags[@]}" -I"$tmp/b/include" -DARGUS_AB_SIDE=b -c "$here/variant.cpp" -o "$tmp/b.o" &
+"$cxx" "${flags[@]}" -I"$tmp/a/include" -c "$here/main.cpp" -o "$tmp/main.o"
+wait %1 && wait %2
+"$cxx" "${flags[@]}" "$tmp/main.o" "$tmp/a.o" "$tmp/b.o" -o "$tmp/ab"
+"$tmp/ab" "${workload[@]}"

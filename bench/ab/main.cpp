@@ -1,0 +1,127 @@
+// bench/ab/main.cpp -- the driver of ab.sh: calls two revisions' kernels alternately in one
+// process and reports the ratio of their times, pair by pair.
+//
+// The hosts argus is tuned on are virtual machines whose speed drifts by 10-50 % over
+// minutes (a neighbour on the core's other hardware thread, frequency); two benchmark runs
+// one after the other compare the host's minutes as much as the code. Here every round
+// times A then B (or B then A, alternating) on the same inputs within a few tens of
+// milliseconds, and the median of the per-round ratios A ÷ B is reported with its
+// quartiles. An A/A run (the same revision twice) shows the method's own bias: within
+// ±0.5 % on the Zen 4 machine of docs/performance.md.
+//
+//   main attention <n> <rounds> <causal 0|1> <threads>   flash_attention, h 8, d 64, float
+//   main gemm <m> <rounds>                                gemm_nn (m × 512) · (512 × 512)
+#include "argus/kernel/parallel.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+extern "C" void argus_ab_attention_a(std::size_t, std::size_t, std::size_t, bool, const float*,
+                                     const float*, const float*, float*);
+extern "C" void argus_ab_attention_b(std::size_t, std::size_t, std::size_t, bool, const float*,
+                                     const float*, const float*, float*);
+extern "C" void argus_ab_gemm_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
+                                float*);
+extern "C" void argus_ab_gemm_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
+                                float*);
+
+namespace {
+
+double quantile(std::vector<double> x, double q) {
+  std::sort(x.begin(), x.end());
+  return x[std::size_t(q * double(x.size() - 1) + 0.5)];
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: main attention <n> <rounds> <causal 0|1> <threads>\n"
+               "       main gemm <m> <rounds>\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) return usage();
+  const bool gemm = std::strcmp(argv[1], "gemm") == 0;
+  if (!gemm && std::strcmp(argv[1], "attention") != 0) return usage();
+  const std::size_t n = std::strtoul(argv[2], nullptr, 10);
+  const int rounds = std::atoi(argv[3]);
+  const bool causal = !gemm && argc > 4 && std::atoi(argv[4]) != 0;
+  const int threads = !gemm && argc > 5 ? std::atoi(argv[5]) : 1;
+  if (n == 0 || rounds < 2 || threads < 1) return usage();
+  argus::set_num_threads(std::size_t(threads));
+
+  constexpr std::size_t heads = 8, d = 64, width = 512;
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x, y, out_a, out_b;
+  std::function<void(float*)> run_a, run_b;
+  double flops;
+  if (gemm) {
+    x.resize(n * width), y.resize(width * width), out_a.resize(n * width);
+    for (float& e : x) e = u(rng);
+    for (float& e : y) e = u(rng);
+    run_a = [&](float* c) { argus_ab_gemm_a(n, width, width, x.data(), y.data(), c); };
+    run_b = [&](float* c) { argus_ab_gemm_b(n, width, width, x.data(), y.data(), c); };
+    flops = 2.0 * double(n) * width * width;
+  } else {
+    x.resize(3 * heads * n * d), out_a.resize(heads * n * d);
+    for (float& e : x) e = u(rng);
+    const float* q = x.data();
+    const float* k = q + heads * n * d;
+    const float* v = k + heads * n * d;
+    run_a = [=](float* o) { argus_ab_attention_a(n, heads, d, causal, q, k, v, o); };
+    run_b = [=](float* o) { argus_ab_attention_b(n, heads, d, causal, q, k, v, o); };
+    flops = 4.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
+  }
+  out_b.resize(out_a.size());
+
+  // Warm both (pool, scratch, caches), and compare their outputs.
+  run_a(out_a.data());
+  run_b(out_b.data());
+  double max_diff = 0;
+  for (std::size_t i = 0; i < out_a.size(); ++i)
+    max_diff = std::max(max_diff, double(std::abs(out_a[i] - out_b[i])));
+
+  // Repeat short calls so that one timing is at least ~10 ms.
+  const auto time_once = [&](const std::function<void(float*)>& f, float* o, int reps) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) f(o);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+               .count() /
+           reps;
+  };
+  const double probe = time_once(run_a, out_a.data(), 1);
+  const int reps = std::max(1, int(std::ceil(10.0 / std::max(probe, 1e-3))));
+
+  std::vector<double> ta, tb, ratio;
+  for (int r = 0; r < rounds; ++r) {
+    double a, b;
+    if (r % 2 == 0) {
+      a = time_once(run_a, out_a.data(), reps);
+      b = time_once(run_b, out_b.data(), reps);
+    } else {
+      b = time_once(run_b, out_b.data(), reps);
+      a = time_once(run_a, out_a.data(), reps);
+    }
+    ta.push_back(a), tb.push_back(b), ratio.push_back(a / b);
+  }
+  std::printf("%s %s n %zu%s, %d thread(s), %d rounds of %d call(s)\n",
+              gemm ? "gemm_nn" : "flash_attention", gemm ? "(m x 512) . (512 x 512)" : "h 8 d 64",
+              n, causal ? " causal" : "", threads, rounds, reps);
+  std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),
+              *std::min_element(ta.begin(), ta.end()), flops / quantile(ta, 0.5) / 1e6);
+  std::printf("  B: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(tb, 0.5),
+              *std::min_element(tb.begin(), tb.end()), flops / quantile(tb, 0.5) / 1e6);
+  std::printf("  A / B time: median %.4f [quartiles %.4f, %.4f] (above 1: B is faster)\n",
+              quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75));
+  std::printf("  max |A - B| over the output: %.3g\n", max_diff);
+}

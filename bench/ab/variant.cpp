@@ -1,0 +1,35 @@
+// bench/ab/variant.cpp -- one side of an A/B comparison (see ab.sh): the kernel entry points of
+// one revision's headers, compiled into their own inline namespace (ab.sh renames
+// ARGUS_KERNEL_ISA_NAMESPACE to argus_ab_a or argus_ab_b) and exported under C names, so that
+// two revisions' kernels live in one program without clashing.
+#include "argus/kernel/flash_attention.hpp"
+#include "argus/kernel/gemm.hpp"
+
+#include <cmath>
+#include <cstddef>
+
+#define ARGUS_AB_CAT2(a, b) a##b
+#define ARGUS_AB_CAT(a, b) ARGUS_AB_CAT2(a, b)
+
+/// h heads of n queries and n keys of width d, each (1, h, n, d) contiguous; the problem is
+/// built here, from this side's own attention_problem, so that the two sides may differ in it.
+extern "C" void ARGUS_AB_CAT(argus_ab_attention_, ARGUS_AB_SIDE)(std::size_t n, std::size_t h,
+                                                                 std::size_t d, bool causal,
+                                                                 const float* q, const float* k,
+                                                                 const float* v, float* o) {
+  argus::kernel::attention_problem<float> p{};
+  p.batch = 1, p.heads = h, p.kv_heads = h, p.seq_q = n, p.seq_kv = n, p.d_k = d, p.d_v = d;
+  p.q = q, p.q_batch = h * n * d, p.q_head = n * d, p.q_row = d;
+  p.k = k, p.k_batch = h * n * d, p.k_head = n * d, p.k_row = d;
+  p.v = v, p.v_batch = h * n * d, p.v_head = n * d, p.v_row = d;
+  p.o = o, p.o_batch = h * n * d, p.o_head = n * d, p.o_row = d;
+  p.scale = 1.0f / std::sqrt(float(d));
+  p.causal = causal;
+  argus::kernel::flash_attention(p);
+}
+
+extern "C" void ARGUS_AB_CAT(argus_ab_gemm_, ARGUS_AB_SIDE)(std::size_t m, std::size_t n,
+                                                            std::size_t k, const float* a,
+                                                            const float* b, float* c) {
+  argus::kernel::gemm_nn<float>(m, n, k, 1.0f, a, k, b, n, c, n);
+}
