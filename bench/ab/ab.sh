@@ -81,6 +81,7 @@ echo "ab.sh: A = $rev_a, B = $rev_b; $cxx ${flags[*]}"
 "$cxx" "${flags[@]}" -I"$tmp/a/include" -DARGUS_AB_SIDE=a -c "$here/variant.cpp" -o "$tmp/a.o" &
 "$cxx" "${flags[@]}" -I"$tmp/b/include" -DARGUS_AB_SIDE=b -c "$here/variant.cpp" -o "$tmp/b.o" &
 "$cxx" "${flags[@]}" -I"$tmp/a/include" -c "$here/main.cpp" -o "$tmp/main.o"
-wait %1 && wait %2
+wait %1
+wait %2
 "$cxx" "${flags[@]}" "$tmp/main.o" "$tmp/a.o" "$tmp/b.o" -o "$tmp/ab"
 "$tmp/ab" "${workload[@]}"
