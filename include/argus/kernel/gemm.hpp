@@ -200,10 +200,12 @@ void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::si
 /// C's columns come in blocks of c_block (a multiple of nr, or >= n for one block), block
 /// b starting c_block_stride elements after block b − 1: element (i, j) of C is at
 /// c[(j / c_block) * c_block_stride + i * ldc + j % c_block] (gemm_nn_split).
+/// `panels`, when not null, is B already packed by pack_b_panels(k, n, ...) (with
+/// TransposedB false): its panels are read where they lie and `b` is not read.
 template <bool TransposedB, class T, bool TransposedA = false>
 void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
           const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate,
-          std::size_t c_block, std::size_t c_block_stride) {
+          std::size_t c_block, std::size_t c_block_stride, const T* panels = nullptr) {
   using tile = gemm_tile<T>;
   constexpr sliver_layout a_layout = TransposedA ? sliver_layout::steps : sliver_layout::rows;
   if (m == 0 || n == 0) return;
@@ -241,15 +243,17 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         T* c_rows = c + ir * ldc;
         for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
           const std::size_t cols = std::min(tile::nr, nc - jr);
-          T* panel = buffers.b + jr * kc;
           // B(pc:pc+kc, jc+jr:jc+jr+nr) is packed during the first sliver, just before
           // its first use, so that the copy overlaps the micro-kernels around it and the
-          // panel is still in L1 when first read.
-          if (s == 0) {
+          // panel is still in L1 when first read. Prepacked, panel (jc + jr) / nr of the
+          // whole of B has its k block pc at offset pc * nr.
+          const T* panel = panels ? panels + (jc + jr) * k + pc * tile::nr : buffers.b + jr * kc;
+          if (s == 0 && !panels) {
+            T* dst = buffers.b + jr * kc;
             if constexpr (TransposedB)
-              pack_b_panel_t(kc, cols, b + (jc + jr) * ldb + pc, ldb, panel);
+              pack_b_panel_t(kc, cols, b + (jc + jr) * ldb + pc, ldb, dst);
             else
-              pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, panel);
+              pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, dst);
           }
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
           const std::size_t col = jc + jr;  // a panel never straddles two column blocks
@@ -414,6 +418,54 @@ void gemm_tn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::gemm_tn<T> is defined for float and double");
   detail::gemm<false, T, true>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, n + 1, 0);
+}
+
+/// The width of the panels that gemm packs B into on this instruction set: panels packed by
+/// pack_gemm_b are read in place by gemm_nn_split_prepacked only where they have this width.
+template <class T>
+std::size_t gemm_panel_width() {
+  return detail::gemm_tile<T>::nr;
+}
+
+/// The elements pack_gemm_b writes for a (k x n) B: ceil(n / gemm_panel_width()) panels of
+/// k x gemm_panel_width().
+template <class T>
+std::size_t gemm_packed_b_size(std::size_t k, std::size_t n) {
+  return detail::packed_b_elements<T>(k, n);
+}
+
+/// B (k x n, row-major, row stride ldb) packed once, into dst (gemm_packed_b_size(k, n)
+/// elements), in the panels that gemm_nn and gemm_nn_split pack it into on every call: for a
+/// weight that many products read (argus::packed_weight).
+template <class T>
+void pack_gemm_b(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T* dst) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::pack_gemm_b<T> is defined for float and double");
+  detail::pack_b_panels<false>(k, n, b, ldb, dst);
+}
+
+/// gemm_nn_split with B also given packed: B is columns [col0, col0 + n) of a (k x n')
+/// matrix that pack_gemm_b packed at `panels`, `panel_width` wide (gemm_panel_width of the set
+/// that packed it). The panels are read in place when they serve this set's loop nest:
+/// panel_width is gemm_panel_width(), col0 a multiple of it, and the blocks of C whole panels
+/// (block >= n or a multiple of the width); otherwise B is read from `b` as gemm_nn_split
+/// reads it. The result is the same to the bit either way: the same products in the same
+/// order, without the copy of B into panels on every call.
+template <class T>
+void gemm_nn_split_prepacked(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+                             std::size_t lda, const T* b, std::size_t ldb, const T* panels,
+                             std::size_t panel_width, std::size_t col0, T* c, std::size_t ldc,
+                             std::size_t block, std::size_t block_stride, const T* bias,
+                             bool accumulate) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "argus::kernel::gemm_nn_split_prepacked<T> is defined for float and double");
+  constexpr std::size_t nr = detail::gemm_tile<T>::nr;
+  assert(block >= 1);
+  if (panels == nullptr || panel_width != nr || col0 % nr != 0 || (block < n && block % nr != 0))
+    return gemm_nn_split<T>(m, n, k, alpha, a, lda, b, ldb, c, ldc, block, block_stride, bias,
+                            accumulate);
+  detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, block, block_stride,
+                      panels + col0 * k);
 }
 
 // This header's entry points, declared for the program's use of the kernels

@@ -505,6 +505,37 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
   }
 }
 
+// A weight packed once (pack_gemm_b) by each set and multiplied by each set's
+// gemm_nn_split_prepacked: with its own panels it reads them in place, with another set's
+// (another panel width) it must fall back to B, never misread them; every pairing must give
+// the product.
+BOOST_AUTO_TEST_CASE_TEMPLATE(prepacked_gemms_agree_across_sets, T, value_types) {
+  const std::size_t m = 37, n = 96, k = 70;
+  const std::vector<T> a = random_values<T>(m * k, 21), b = random_values<T>(k * n, 22);
+  const std::vector<T> bias = random_values<T>(n, 23);
+  std::vector<double> ref(m * n);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::size_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * double(b[p * n + j]);
+      ref[i * n + j] = sum + double(bias[j]);
+    }
+  for (const kernel_variant* packer : runnable_variants()) {
+    const entry_point_table<T>& pe = packer->entry_points<T>();
+    std::vector<T> panels(pe.gemm_packed_b_size(k, n));
+    pe.pack_gemm_b(k, n, b.data(), n, panels.data());
+    const std::size_t width = pe.gemm_panel_width();
+    const std::string what = std::string("gemm_nn_split_prepacked, panels packed by ") +
+                             isa_name(packer->id) + " (width " + std::to_string(width) + ")";
+    check_every_variant<T>(what, ref, [&](const entry_point_table<T>& e) {
+      std::vector<T> c(m * n, T(7));
+      e.gemm_nn_split_prepacked(m, n, k, T(1), a.data(), k, b.data(), n, panels.data(), width, 0,
+                                c.data(), n, n, 0, bias.data(), false);
+      return c;
+    });
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_file_with_one_kernel_header_calls_the_dispatcher) {
   if (!expected_for_this_process().error.empty()) return;
   const std::size_t n = 40;

@@ -376,3 +376,55 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
           }
   BOOST_TEST(failures == 0u);
 }
+
+// gemm_nn_split_prepacked: B is columns [col0, col0 + n) of a wider matrix packed once by
+// pack_gemm_b. Where the panels serve (this set's width, col0 a multiple of it, blocks of
+// whole panels) they are read in place; elsewhere B is read as gemm_nn_split reads it. Either
+// way C must be gemm_nn_split's C to the bit (the same products in the same order), and
+// nothing outside C may be written. Panels of another width (another instruction set's) and
+// null panels must fall back, not be misread.
+BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, element_types) {
+  constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
+  BOOST_TEST(argus::kernel::gemm_panel_width<T>() == nr);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::size_t failures = 0, checked = 0;
+  for (const std::size_t m : {std::size_t{1}, std::size_t{13}, std::size_t{40}})
+    for (const std::size_t total : {nr - 3, 3 * nr + 5, std::size_t{192}})
+      for (const std::size_t k : {std::size_t{5}, std::size_t{300}}) {
+        std::vector<T> a(m * k), b(k * total), bias(total);
+        for (auto& x : a) x = T(dist(rng));
+        for (auto& x : b) x = T(dist(rng));
+        for (auto& x : bias) x = T(dist(rng));
+        std::vector<T> panels(argus::kernel::gemm_packed_b_size<T>(k, total), T(sentinel));
+        BOOST_TEST(panels.size() == k * ((total + nr - 1) / nr * nr));
+        argus::kernel::pack_gemm_b<T>(k, total, b.data(), total, panels.data());
+        for (const std::size_t col0 : {std::size_t{0}, nr, std::size_t{3}})
+          for (const std::size_t block : {std::size_t{3}, nr, 2 * nr, std::size_t{64}, total})
+            for (const std::size_t width : {nr, nr / 2, std::size_t{0}})
+              for (const bool accumulate : {false, true}) {
+                if (col0 >= total) continue;
+                const std::size_t n = total - col0;
+                const std::size_t ldc = block + 1, stride = m * ldc + 3;
+                const std::size_t blocks = (n + block - 1) / block;
+                std::vector<T> want(blocks * stride, T(sentinel));
+                for (auto& x : want) x = accumulate ? T(dist(rng)) : T(sentinel);
+                std::vector<T> got = want;
+                const T* bp = b.data() + col0;
+                const T* biasp = bias.data() + col0;
+                argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), k, bp, total,
+                                                want.data(), ldc, block, stride, biasp, accumulate);
+                argus::kernel::gemm_nn_split_prepacked<T>(
+                    m, n, k, T(0.5), a.data(), k, bp, total, width ? panels.data() : nullptr, width,
+                    col0, got.data(), ldc, block, stride, biasp, accumulate);
+                ++checked;
+                if (got != want && ++failures <= 5)
+                  BOOST_ERROR("m " << m << " columns [" << col0 << ", " << total << ") k " << k
+                                   << " block " << block << " panel width " << width
+                                   << " accumulate " << accumulate
+                                   << ": differs from gemm_nn_split");
+              }
+      }
+  BOOST_TEST(checked > 500u);
+  BOOST_TEST(failures == 0u);
+}
