@@ -7,6 +7,8 @@
 //             attention core as one loop nest writing the merged heads, then W_o
 //   unfused   evaluate(y, argus::unfused, out): every step materialised
 //   eigen     the Eigen peer with the same weights (eigen_attention.hpp)
+//   fused_prepacked  fused on the weights packed once (argus::prepack), in BM_mha only
+//             (register.hpp's prepacked_evaluator)
 //   onednn    oneDNN with the same weights (peers/onednn_attention.cpp): matmul primitives
 //             for the projections, per head matmul, softmax, matmul
 //   torch     libtorch's torch::nn::MultiheadAttention loaded with the same weights
@@ -23,9 +25,10 @@
 //   BM_mha_cross    n_q 256 queries attending a memory of n_kv 4096
 //   BM_mha_decode   one query attending n_kv 1024, 4096, 8192 (K and V projected every call)
 //   BM_mha_memory   n 16384, fused and eigen only: memory against the ideal (see below)
-//   BM_mha_paired   BM_mha's shape at n 128, 1024, 4096: fused_vs_<eigen|onednn|torch>, one
-//                   fused call and one of the other per iteration, counters ratio (median
-//                   other ÷ fused), ratio_q1, ratio_q3, fused_ms, other_ms (register.hpp)
+//   BM_mha_paired   BM_mha's shape at n 128, 1024, 4096: fused_vs_<other> for each of eigen,
+//                   fused_prepacked, onednn, torch, one fused call and one of the other per
+//                   iteration, counters ratio (median other ÷ fused), ratio_q1, ratio_q3,
+//                   fused_ms, other_ms (register.hpp)
 //   BM_mha_parts    where the fused forward's time goes, at n 1024 and 4096, h 8, d_model 512:
 //                   /project_heads  split_heads<8>(x·W_q + b_q): a projection written straight
 //                                   into (B,H,SEQ,D_K), as the forward runs Q, K and V
@@ -288,11 +291,12 @@ const bool registered = [] {
   // register their own module: fused, unfused, then eigen; the library peers last, below.
   using bm_mha_module = argus::multi_head_attention<512, 8>;
   const std::vector<std::int64_t> bm_mha_seq{128, 256, 512, 1024, 2048, 4096, 8192};
-  argus::bench::register_module<bm_mha_module>("BM_mha",
-                                               {.seq = bm_mha_seq,
-                                                .threads = {1, 2},
-                                                .others = {argus::bench::eigen_evaluator()},
-                                                .check = argus::bench::checking()});
+  argus::bench::register_module<bm_mha_module>(
+      "BM_mha", {.seq = bm_mha_seq,
+                 .threads = {1, 2},
+                 .others = {argus::bench::eigen_evaluator(),
+                            argus::bench::prepacked_evaluator<bm_mha_module>()},
+                 .check = argus::bench::checking()});
   add_rows("BM_mha_heads", mha_row<512, 1, mha_options{}, false>, names,
            rows_over({{1024, 1, 512}}));
   add_rows("BM_mha_heads", mha_row<512, 2, mha_options{}, false>, names,
@@ -360,7 +364,8 @@ const bool registered = [] {
                                                 .others = argus::bench::library_peer_evaluators()});
   // Fused and each other evaluator call by call: per-pair ratios, which the host's drift
   // between rows does not reach (register.hpp, module_rows::paired).
-  std::vector<argus::bench::other_evaluator> paired_others{argus::bench::eigen_evaluator()};
+  std::vector<argus::bench::other_evaluator> paired_others{
+      argus::bench::eigen_evaluator(), argus::bench::prepacked_evaluator<bm_mha_module>()};
   for (auto& peer : argus::bench::library_peer_evaluators()) paired_others.push_back(peer);
   argus::bench::register_module<bm_mha_module>("BM_mha_paired", {.seq = {128, 1024, 4096},
                                                                  .threads = {1, 2},

@@ -41,7 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 IMG = os.path.join(ROOT, "docs", "img")
 COMPARE_PY = "/usr/share/benchmark/compare.py"
-EVALUATORS = ("fused", "unfused", "eigen", "onednn", "torch")
+EVALUATORS = ("fused", "fused_prepacked", "unfused", "eigen", "onednn", "torch")
 PEERS = ("onednn", "torch")  # the library peers (bench/peers/); absent where not built
 # --quick leaves out every row at n >= 4096 (and the kernel rows of that size), the library
 # peers at n 2048, the models of bench/models.cpp at n 1024 and on 2 threads, and the
@@ -168,7 +168,7 @@ def backward_report(backward, train_memory):
 
 # --- reading ---------------------------------------------------------------------------------
 
-NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused_vs_\w+?|fused|unfused|eigen|onednn|torch)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
+NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused_vs_\w+?|fused_prepacked|fused|unfused|eigen|onednn|torch)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -491,6 +491,7 @@ def run_compare_py(stem, baseline, contender):
 # --- plots -----------------------------------------------------------------------------------
 
 STYLE = {"fused": dict(color="C0", marker="o"), "unfused": dict(color="C1", marker="s"),
+         "fused_prepacked": dict(color="C5", marker="x", ls=":"),
          "eigen": dict(color="C2", marker="^"), "onednn": dict(color="C3", marker="D", ls="--"),
          "torch": dict(color="C4", marker="v", ls="--")}
 

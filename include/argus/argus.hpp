@@ -24,6 +24,8 @@
 #include <argus/config.hpp>
 #include <argus/diagnostics/check.hpp>
 #include <argus/eval/explain.hpp>
+#include <argus/eval/packed_weight.hpp>
+#include <argus/eval/prepacked.hpp>
 #include <argus/eval/reference.hpp>
 #include <argus/grad/optimizers.hpp>
 #include <argus/grad/training.hpp>

@@ -234,6 +234,46 @@ struct other_evaluator {
   std::function<prepared_call(const module_problem&)> prepare;
 };
 
+/// argus's fused evaluator on the module's weights packed once (argus::prepack): rows named
+/// fused_prepacked, or, paired, fused_vs_fused_prepacked, whose ratio is what packing the
+/// weights on every call costs (below 1: prepacked is faster). Module's value type is float.
+template <class Module>
+other_evaluator prepacked_evaluator() {
+  return {
+      "fused_prepacked", [](const module_problem& p) {
+        using view =
+            tensor_view<const float, shape<argus::batch<>, argus::seq<>, model<Module::d_model>>>;
+        struct held {
+          prepacked_attention<Module> served;
+          view x;
+          tensor<float, typename view::shape_type> out;
+          decltype(std::declval<const prepacked_attention<Module>&>().forward(
+              std::declval<const view&>())) y;
+          held(const Module& m, view in)
+              : served(m), x(in), out(in.shape()), y(served.forward(x)) {}
+          held(const held&) = delete;
+          held& operator=(const held&) = delete;
+          held(held&&) = delete;
+          held& operator=(held&&) = delete;
+          ~held() = default;
+        };
+        Module m;
+        const auto load = [](const float* from, auto& to) {
+          if (from != nullptr) std::copy_n(from, to.size(), to.data());
+        };
+        load(p.w_q, m.w_q), load(p.w_k, m.w_k), load(p.w_v, m.w_v), load(p.w_o, m.w_o);
+        if constexpr (Module::has_bias)
+          load(p.b_q, m.b_q), load(p.b_k, m.b_k), load(p.b_v, m.b_v), load(p.b_o, m.b_o);
+        auto h = std::make_shared<held>(m, view(p.x, p.batch, p.seq));
+        prepared_call c;
+        c.run = [h] { evaluate(h->y, fused, h->out); };  // on the row's argus threads
+        c.output = [h] { return static_cast<const float*>(h->out.data()); };
+        c.bytes_materialised = double(explain(h->y, fused).materialised_bytes_into_out());
+        c.label = "weights packed once: " + std::to_string(h->served.bytes() >> 10) + " KiB";
+        return c;
+      }};
+}
+
 /// Which rows register_module adds.
 struct module_rows {
   std::vector<std::int64_t> seq{128, 512, 1024, 4096};  // n = seq_q = seq_kv

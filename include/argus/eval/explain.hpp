@@ -123,7 +123,13 @@ struct planner {
 
   template <class T, Shape S>
   void describe_step(const leaf<T, S>& e, int depth) const {
-    add(depth, false, "input tensor", extents_string(e.shape()), 0);
+    using V = std::remove_const_t<T>;
+    const char* what = "input tensor";
+    if (e.packed.data != nullptr)
+      what = e.packed.width == kernel::gemm_panel_width<V>()
+                 ? "packed weight (packed_weight): gemm reads its panels in place, no packing"
+                 : "packed weight, panels of another instruction set: packed per call";
+    add(depth, false, what, extents_string(e.shape()), 0);
   }
   template <class X, class W, class B>
   void describe_step(const projection<X, W, B>& e, int depth) const {

@@ -285,13 +285,15 @@ struct fused_split_heads_projection {
         std::min(H, (threads + batch * row_blocks - 1) / (batch * row_blocks));
     const std::size_t heads_per = (H + head_groups - 1) / head_groups;
     const std::size_t groups = (H + heads_per - 1) / heads_per;
+    const auto panels = detail::packed_panels_of(e.x.w);  // W packed once (packed_weight), or not
     kernel::parallel_for(batch * row_blocks * groups, [&](std::size_t t, std::size_t) {
       const std::size_t g = t % groups, rb = t / groups % row_blocks, b = t / groups / row_blocks;
       const std::size_t s0 = rb * per, m = std::min(per, seq - s0);
       const std::size_t h0 = g * heads_per, nh = std::min(heads_per, H - h0);
-      kernel::gemm_nn_split<T>(m, nh * dk, din, T(1), xp + (b * seq + s0) * din, din, wp + h0 * dk,
-                               H * dk, out + (b * H + h0) * seq * dk + s0 * dk, dk, dk, seq * dk,
-                               bias ? bias + h0 * dk : nullptr);
+      kernel::gemm_nn_split_prepacked<T>(m, nh * dk, din, T(1), xp + (b * seq + s0) * din, din,
+                                         wp + h0 * dk, H * dk, panels.data, panels.width, h0 * dk,
+                                         out + (b * H + h0) * seq * dk + s0 * dk, dk, dk, seq * dk,
+                                         bias ? bias + h0 * dk : nullptr, false);
     });
     return r;
   }

@@ -71,6 +71,15 @@ materialized<std::remove_const_t<T>, S> unfused_step(const leaf<T, S>& e, const 
 
 // --- x·W + b ----------------------------------------------------------------------------
 
+/// The gemm panels operand W carries: a packed_weight's leaf carries them, nothing else does.
+template <class W>
+packed_panels<typename W::value_type> packed_panels_of(const W& w) noexcept {
+  if constexpr (requires { w.packed; })
+    return w.packed;
+  else
+    return {};
+}
+
 /// The evaluated, unit-stride operands of x·W + b; bias is nullptr without a bias.
 template <class X, class W, class B, class Ev>
 struct projection_operands {
@@ -108,10 +117,12 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
     const std::size_t din = x.view.extent(2), dout = r.view.extent(2);
     const std::size_t block = rows_per_task(rows);
     const std::size_t tasks = (rows + block - 1) / block;
+    const auto panels = packed_panels_of(e.w);  // W packed once (packed_weight), or not
     kernel::parallel_for(tasks, [&](std::size_t t, std::size_t) {
       const std::size_t r0 = t * block, m = std::min(block, rows - r0);
-      kernel::gemm_nn<T>(m, dout, din, T(1), xp + r0 * din, din, wp, dout, out + r0 * dout, dout,
-                         bias);
+      kernel::gemm_nn_split_prepacked<T>(m, dout, din, T(1), xp + r0 * din, din, wp, dout,
+                                         panels.data, panels.width, 0, out + r0 * dout, dout, dout,
+                                         0, bias, false);
     });
   } else {
     // Per head h: x (or x's head h) (S, Din) · W[h] (Din, DK) -> out[b][h] (S, DK).

@@ -83,6 +83,9 @@ void copy_elements(const tensor_view<const T, S>& v, tensor<U, R>& t) {
 }
 }  // namespace detail
 
+template <class Module>
+class prepacked_attention;
+
 /// Multi-head attention with DModel-wide inputs and Heads heads, value type T.
 // clang-format off
 template <std::size_t DModel, std::size_t Heads, mha_options Options = mha_options{},
@@ -169,13 +172,16 @@ class multi_head_attention {
       auto refs = std::forward_as_tuple(std::forward<Args>(args)...);
       using masks = std::make_index_sequence<sizeof...(Args) - inputs>;
       if constexpr (inputs == 1)
-        return forward_inputs<0, 0, 0, 1>(refs, masks{});
+        return forward_inputs<0, 0, 0, 1>(*this, refs, masks{});
       else
-        return forward_inputs<0, 1, 2, 3>(refs, masks{});
+        return forward_inputs<0, 1, 2, 3>(*this, refs, masks{});
     }
   }
 
  private:
+  template <class Module>
+  friend class prepacked_attention;  // forward with the weights packed (eval/prepacked.hpp)
+
   template <bool Report, class WQ, class WK, class WV, class WO>
   static constexpr bool weights_accepted() {
     if constexpr (!detail::operands_accepted<Report, WQ, WK, WV, WO>()) {
@@ -343,10 +349,11 @@ class multi_head_attention {
     }
   }
 
-  /// forward on the arguments at positions Q, K, V of refs, with the masks from position M on.
-  template <std::size_t Q, std::size_t K, std::size_t V, std::size_t M, class Refs,
+  /// forward on the arguments at positions Q, K, V of refs, with the masks from position M on,
+  /// and the weights and biases of `wts` (this module's, or their packed copies).
+  template <std::size_t Q, std::size_t K, std::size_t V, std::size_t M, class Weights, class Refs,
             std::size_t... I>
-  auto forward_inputs(Refs& refs, std::index_sequence<I...>) const {
+  static auto forward_inputs(const Weights& wts, Refs& refs, std::index_sequence<I...>) {
     using XQ = std::tuple_element_t<Q, Refs>;
     using XK = std::tuple_element_t<K, Refs>;
     using XV = std::tuple_element_t<V, Refs>;
@@ -355,16 +362,16 @@ class multi_head_attention {
     auto&& x_v = std::get<V>(refs);
     check_inputs(as_expression(x_q).shape(), as_expression(x_k).shape(),
                  as_expression(x_v).shape());
-    auto q = split_heads<heads>(projected(std::forward<XQ>(x_q), w_q, b_q));
-    auto k = split_heads<kv_heads>(projected(std::forward<XK>(x_k), w_k, b_k));
-    auto v = split_heads<kv_heads>(projected(std::forward<XV>(x_v), w_v, b_v));
+    auto q = split_heads<heads>(projected(std::forward<XQ>(x_q), wts.w_q, wts.b_q));
+    auto k = split_heads<kv_heads>(projected(std::forward<XK>(x_k), wts.w_k, wts.b_k));
+    auto v = split_heads<kv_heads>(projected(std::forward<XV>(x_v), wts.w_v, wts.b_v));
     auto s = [&] {
       if constexpr (sizeof...(I) == 0)
         return scores(q, k);
       else
         return mask(scores(q, k), std::get<M + I>(refs)...);
     }();
-    return projected(merge_heads(attend(softmax(s), v)), w_o, b_o);
+    return projected(merge_heads(attend(softmax(s), v)), wts.w_o, wts.b_o);
   }
 
   template <bool Report, class XQ, class XK, class XV>

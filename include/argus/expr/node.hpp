@@ -13,6 +13,7 @@
 #include <argus/shape/shape.hpp>
 #include <argus/tensor/tensor_concepts.hpp>
 
+#include <cstddef>
 #include <type_traits>
 #include <utility>
 
@@ -27,13 +28,26 @@ concept Expression = requires(const E& e) {
   { e.shape() } -> std::same_as<typename E::shape_type>;
 };
 
+namespace detail {
+/// The panels a packed_weight (eval/packed_weight.hpp) holds beside its row-major elements:
+/// the matrix as kernel::pack_gemm_b packed it, `width` columns per panel; null when none.
+template <class T>
+struct packed_panels {
+  const T* data = nullptr;
+  std::size_t width = 0;
+};
+}  // namespace detail
+
 /// A leaf: a tensor read through a view. Element type T is the value type, possibly const.
+/// A leaf of a packed_weight also carries its panels, which projections may read instead of
+/// packing the view's elements on every call; every other reader sees the view.
 template <class T, Shape S>
 struct leaf {
   static constexpr bool is_expression = true;
   using value_type = std::remove_const_t<T>;
   using shape_type = S;
   tensor_view<T, S> view;
+  detail::packed_panels<value_type> packed{};
   constexpr S shape() const noexcept { return view.shape(); }
 };
 
@@ -53,9 +67,17 @@ constexpr leaf<const T, S> as_expression(const tensor<T, S>& t) noexcept {
 template <class T, Shape S>
 constexpr leaf<const T, S> as_expression(tensor<T, S>&& t) = delete;  // would dangle: see above
 
+namespace detail {
+/// True for the operand types that own their elements and that expressions hold by reference:
+/// argus::tensor, and argus::packed_weight (eval/packed_weight.hpp specialises it).
+template <class X>
+struct owns_elements : std::bool_constant<Tensor<X>> {};
+}  // namespace detail
+
 /// Expressions hold owning tensors by reference, so a temporary tensor cannot be an operand.
 template <class X>
-concept operand_is_not_a_temporary_tensor = !(Tensor<X> && std::is_rvalue_reference_v<X&&>);
+concept operand_is_not_a_temporary_tensor =
+    !(detail::owns_elements<std::remove_cvref_t<X>>::value && std::is_rvalue_reference_v<X&&>);
 
 /// An operand is an argus tensor, a tensor_view or an expression (not a mask, a number or a
 /// foreign array).
@@ -126,7 +148,7 @@ constexpr bool operand_accepted() {
     if constexpr (Report)
       static_assert(operand_is_not_a_temporary_tensor<X>,
                     "operand_is_not_a_temporary_tensor: the expression would keep a reference to a "
-                    "temporary tensor; name the tensor first");
+                    "temporary tensor (or packed_weight); name it first");
     return false;
   } else {
     return true;

@@ -1,0 +1,115 @@
+// argus/eval/prepacked.hpp -- evaluation layer: a multi_head_attention for inference, its
+// four weights packed once for the matrix products.
+//
+//     argus::multi_head_attention<512, 8> mha = ...;      // trained or loaded
+//     const auto served = argus::prepack(mha);            // W_q, W_k, W_v, W_o packed once
+//     argus::tensor<float, ...> y = argus::evaluate(served.forward(x), argus::fused);
+//
+// served.forward(...) takes what mha.forward(...) takes, checks the same relations at compile
+// and at run time, and builds the same expression, with packed_weight leaves
+// (eval/packed_weight.hpp) in place of the module's weights: each projection then reads its
+// weight's gemm panels instead of packing W on every call. The result is the same to the bit.
+// The packed module holds copies (the weights twice, as elements and as panels; the biases
+// once) and cannot be changed: after a training step, prepack the module again. It must
+// outlive the expressions its forward builds, as a module must.
+#pragma once
+
+#include <argus/eval/packed_weight.hpp>
+#include <argus/expr/attention.hpp>
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace argus {
+
+namespace detail {
+template <class M>
+struct is_mha_module : std::false_type {};
+template <std::size_t D, std::size_t H, mha_options O, class T>
+struct is_mha_module<multi_head_attention<D, H, O, T>> : std::true_type {};
+
+/// The packed_weight type of a module's weight member W (a tensor<T, S>).
+template <class W>
+using packed_weight_for = packed_weight<typename W::value_type, typename W::shape_type>;
+}  // namespace detail
+
+/// A multi_head_attention's weights packed for inference, and its biases; forward as the
+/// module's. Module is a multi_head_attention<...>.
+template <class Module>
+class prepacked_attention {
+  static_assert(detail::is_mha_module<Module>::value,
+                "argus::prepacked_attention<Module>: Module is an argus::multi_head_attention");
+  friend Module;  // its forward_inputs reads the members below
+
+ public:
+  using module_type = Module;
+  using value_type = typename Module::value_type;
+  static constexpr std::size_t d_model = Module::d_model;
+  static constexpr std::size_t heads = Module::heads;
+  static constexpr std::size_t kv_heads = Module::kv_heads;
+  static constexpr std::size_t d_k = Module::d_k;
+  static constexpr std::size_t d_v = Module::d_v;
+  static constexpr std::size_t kdim = Module::kdim;
+  static constexpr std::size_t vdim = Module::vdim;
+  static constexpr bool has_bias = Module::has_bias;
+
+  /// Copies and packs m's weights, copies its biases.
+  explicit prepacked_attention(const Module& m)
+      : w_q(m.w_q),
+        w_k(m.w_k),
+        w_v(m.w_v),
+        w_o(m.w_o),
+        b_q(m.b_q),
+        b_k(m.b_k),
+        b_v(m.b_v),
+        b_o(m.b_o) {}
+
+  /// As Module::forward: forward(x, masks...) or forward(x_q, x_k, x_v, masks...), the same
+  /// rules, the same expression, with the packed weights.
+  template <class... Args>
+  auto forward(Args&&... args) const {
+    constexpr std::size_t inputs = detail::leading_inputs<Args...>();
+    if constexpr (!Module::template forward_accepted<true, Args...>(
+                      detail::mask_positions<Args...>{})) {
+      return detail::rejected{};
+    } else {
+      auto refs = std::forward_as_tuple(std::forward<Args>(args)...);
+      using masks = std::make_index_sequence<sizeof...(Args) - inputs>;
+      if constexpr (inputs == 1)
+        return Module::template forward_inputs<0, 0, 0, 1>(*this, refs, masks{});
+      else
+        return Module::template forward_inputs<0, 1, 2, 3>(*this, refs, masks{});
+    }
+  }
+
+  /// Bytes held: each weight's elements and panels, and the biases.
+  std::size_t bytes() const noexcept {
+    std::size_t b = w_q.bytes() + w_k.bytes() + w_v.bytes() + w_o.bytes();
+    if constexpr (has_bias)
+      b += (b_q.size() + b_k.size() + b_v.size() + b_o.size()) * sizeof(value_type);
+    return b;
+  }
+
+  // The weights and biases, read only.
+  const detail::packed_weight_for<decltype(Module::w_q)> w_q;
+  const detail::packed_weight_for<decltype(Module::w_k)> w_k;
+  const detail::packed_weight_for<decltype(Module::w_v)> w_v;
+  const detail::packed_weight_for<decltype(Module::w_o)> w_o;
+  [[no_unique_address]] const decltype(Module::b_q) b_q;
+  [[no_unique_address]] const decltype(Module::b_k) b_k;
+  [[no_unique_address]] const decltype(Module::b_v) b_v;
+  [[no_unique_address]] const decltype(Module::b_o) b_o;
+};
+
+template <class Module>
+prepacked_attention(const Module&) -> prepacked_attention<Module>;
+
+/// The module's weights packed once, for inference: prepacked_attention<Module>(m).
+template <class Module>
+prepacked_attention<Module> prepack(const Module& m) {
+  return prepacked_attention<Module>(m);
+}
+
+}  // namespace argus
