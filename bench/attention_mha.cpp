@@ -53,7 +53,7 @@
 //                               (8 GiB)
 // It runs for one iteration; run it alone (--benchmark_filter=BM_mha_memory), as
 // bench/run.py does, so that nothing else shares the process.
-// smoke-filter: BM_mha(_paired)?/(fused(_vs_eigen)?|unfused|eigen|onednn|torch)/n:128/.*/threads:1/
+// smoke-filter: BM_mha(_paired)?/(fused[a-z_]*|unfused|eigen|onednn|torch)/n:128/.*/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 

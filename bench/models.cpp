@@ -6,12 +6,13 @@
 //   BM_model_gpt2_xl     GPT-2 XL: d_model 1600, 25 heads (d_k 64), n 256 and 1024
 //   BM_model_gqa_4096    a grouped-query layer of the Llama-2-70B kind: d_model 4096,
 //                        32 query heads over 8 key/value heads (d_k 128), n 256 and 1024
-// each under fused, unfused, eigen, and where built, the oneDNN and libtorch peers (not for
+// each under fused, fused on weights packed once (fused_prepacked: argus::prepack), unfused,
+// eigen, and where built, the oneDNN and libtorch peers (not for
 // the grouped-query layer, which neither peer runs), at threads 1 and 2. Counters:
 // argus/bench/register.hpp. Built by the release preset only (bench/CMakeLists.txt): at the
 // test presets' -Og these modules cost compile time and nothing that the smoke tests of
 // attention_mha do not already prove.
-// smoke-filter: BM_model_bert_base/(fused|unfused|eigen|onednn|torch)/n:128/.*/threads:1/
+// smoke-filter: BM_model_bert_base/[a-z_]+/n:128/.*/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 #include <argus/bench/register.hpp>
@@ -32,21 +33,25 @@ const bool registered = [] {
   // once loaded, stays resident (peers/peers.hpp).
   for (const bool peers : {false, true}) {
     const ab::module_rows base{.fused = !peers, .unfused = !peers};
-    auto rows = [&](std::vector<std::int64_t> seq, bool peers_can_run) {
+    auto rows = [&](std::vector<std::int64_t> seq, bool peers_can_run,
+                    ab::other_evaluator prepacked) {
       ab::module_rows r = base;
       r.seq = std::move(seq);
       if (!peers)
-        r.others = {ab::eigen_evaluator()};
+        r.others = {std::move(prepacked), ab::eigen_evaluator()};
       else if (peers_can_run)
         r.others = ab::library_peer_evaluators();
       return r;
     };
-    ab::register_module<multi_head_attention<768, 12>>("BM_model_bert_base",
-                                                       rows({128, 512}, true));
-    ab::register_module<multi_head_attention<1600, 25>>("BM_model_gpt2_xl",
-                                                        rows({256, 1024}, true));
-    ab::register_module<multi_head_attention<4096, 32, mha_options{.kv_heads = 8}>>(
-        "BM_model_gqa_4096", rows({256, 1024}, false));
+    using bert_base = multi_head_attention<768, 12>;
+    using gpt2_xl = multi_head_attention<1600, 25>;
+    using gqa_4096 = multi_head_attention<4096, 32, mha_options{.kv_heads = 8}>;
+    ab::register_module<bert_base>("BM_model_bert_base",
+                                   rows({128, 512}, true, ab::prepacked_evaluator<bert_base>()));
+    ab::register_module<gpt2_xl>("BM_model_gpt2_xl",
+                                 rows({256, 1024}, true, ab::prepacked_evaluator<gpt2_xl>()));
+    ab::register_module<gqa_4096>("BM_model_gqa_4096",
+                                  rows({256, 1024}, false, ab::prepacked_evaluator<gqa_4096>()));
   }
   return true;
 }();

@@ -13,7 +13,9 @@
 #include <argus/shape/shape.hpp>
 #include <argus/tensor/tensor_concepts.hpp>
 
+#include <array>
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -154,15 +156,27 @@ constexpr bool operand_accepted() {
     return true;
   }
 }
-/// operand_accepted for each operand in turn, stopping at the first that breaks a rule.
+/// The position of the first false in `ok`, or ok.size() when there is none.
+template <std::size_t N>
+constexpr std::size_t first_false(const std::array<bool, N>& ok) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (!ok[i]) return i;
+  return N;
+}
+/// operand_accepted for each operand: the first that breaks a rule is reported, the others
+/// are not. The one reported is instantiated from here directly, wherever it stands among the
+/// operands, so its error is as few lines deep for the last operand as for the first.
 template <bool Report, class X, class... Rest>
 constexpr bool operands_accepted() {
-  if constexpr (!operand_accepted<Report, X>())
-    return false;
-  else if constexpr (sizeof...(Rest) == 0)
+  constexpr std::size_t first = first_false(std::array<bool, 1 + sizeof...(Rest)>{
+      operand_accepted<false, X>(), operand_accepted<false, Rest>()...});
+  if constexpr (first == 1 + sizeof...(Rest)) {
     return true;
-  else
-    return operands_accepted<Report, Rest...>();
+  } else {
+    if constexpr (Report)
+      (void)operand_accepted<true, std::tuple_element_t<first, std::tuple<X, Rest...>>>();
+    return false;
+  }
 }
 }  // namespace detail
 
