@@ -5,7 +5,8 @@
 // run-time extents, read from the case. run_golden<Case, T>(policy) builds the module from
 // the case's weights, evaluates the output and the per-head attention weights under the
 // policy, and compares both with the float64 references: float32 within the README's
-// tolerances, float64 within 1e-10 relative.
+// tolerances, float64 within 1e-10 relative; then the same with the module's weights packed
+// once (prepack).
 #pragma once
 
 #include "golden.hpp"
@@ -125,21 +126,24 @@ void run_golden(Policy policy) {
     std::copy(p.begin(), p.end(), padding.data());
   }
 
+  // The module as built, and with its weights packed once (prepack): both against the truth.
+  const auto served = prepack(mha);
+  const char* which = "";
   auto check = [&](const auto& y) {
     const auto out = evaluate(y, policy);
     const auto attn = evaluate(attention_weights(y), policy);
     if constexpr (std::is_same_v<T, float>) {
       const tolerance_check o = check_out(c, out);
-      BOOST_TEST(o.ok(), c.name << " out (" << Policy::name << ", float32): " << o);
+      BOOST_TEST(o.ok(), c.name << which << " out (" << Policy::name << ", float32): " << o);
       const tolerance_check a = check_attn(c, attn);
-      BOOST_TEST(a.ok(), c.name << " attn (" << Policy::name << ", float32): " << a);
+      BOOST_TEST(a.ok(), c.name << which << " attn (" << Policy::name << ", float32): " << a);
     } else {
       const double fo =
           fraction_of_relative_bound(out, c.tensor("out_f64").f64, c.max_abs_out, 1e-10);
-      BOOST_TEST(fo <= 1.0, c.name << " out (" << Policy::name << ", float64): " << fo
+      BOOST_TEST(fo <= 1.0, c.name << which << " out (" << Policy::name << ", float64): " << fo
                                    << " of the 1e-10 relative bound");
       const double fa = fraction_of_relative_bound(attn, c.tensor("attn_f64").f64, 1.0, 1e-10);
-      BOOST_TEST(fa <= 1.0, c.name << " attn (" << Policy::name << ", float64): " << fa
+      BOOST_TEST(fa <= 1.0, c.name << which << " attn (" << Policy::name << ", float64): " << fa
                                    << " of the 1e-10 relative bound");
     }
   };
@@ -147,12 +151,17 @@ void run_golden(Policy policy) {
                                 : Case::mask == golden_mask::causal      ? "causal"
                                 : Case::mask == golden_mask::key_padding ? "key_padding"
                                                                          : "both"));
-  if constexpr (Case::mask == golden_mask::none) check(mha.forward(x_q, x_k, x_v));
-  if constexpr (Case::mask == golden_mask::causal) check(mha.forward(x_q, x_k, x_v, causal));
-  if constexpr (Case::mask == golden_mask::key_padding)
-    check(mha.forward(x_q, x_k, x_v, ignore_keys(padding)));
-  if constexpr (Case::mask == golden_mask::both)
-    check(mha.forward(x_q, x_k, x_v, causal, ignore_keys(padding)));
+  auto run = [&](const auto& m) {
+    if constexpr (Case::mask == golden_mask::none) check(m.forward(x_q, x_k, x_v));
+    if constexpr (Case::mask == golden_mask::causal) check(m.forward(x_q, x_k, x_v, causal));
+    if constexpr (Case::mask == golden_mask::key_padding)
+      check(m.forward(x_q, x_k, x_v, ignore_keys(padding)));
+    if constexpr (Case::mask == golden_mask::both)
+      check(m.forward(x_q, x_k, x_v, causal, ignore_keys(padding)));
+  };
+  run(mha);
+  which = " (prepacked)";
+  run(served);
 }
 
 }  // namespace argus::test
