@@ -147,6 +147,7 @@ void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv,
   const bool longer_v = !self && (misuse & 4) != 0;
   M m;
   test::fill_module(m, in, (flags & 0x80) != 0);
+  const auto served = prepack(m);  // the same weights packed once: the same bits, below
   const std::size_t mq = sq + ((misuse & 1) ? 1 : 0), mkv = skv + ((misuse & 2) ? 1 : 0);
   const test::module_inputs<M> in_(in, b, sq, skv, longer_v, mq, mkv);
   const auto& x_q = in_.x_q;
@@ -172,6 +173,25 @@ void run_module(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv,
           if (const std::string d = test::disagreement(one, *out[0], 0.0); !d.empty())
             fail("module: forward(x) and forward(x, x, x) differ: " + d);
         });
+    // prepack(m): rejected exactly when m is, otherwise the same bits under each policy.
+    auto make_packed = [&] {
+      if constexpr (can_self)
+        if (self) return served.forward(x_q, x_q, x_q, masks...);
+      return served.forward(x_q, x_k, x_v, masks...);
+    };
+    for (int p = 0; p < 2; ++p) {
+      std::optional<decltype(evaluate(make_packed(), fused))> packed;
+      const std::optional<std::string> refused = shape_error_of([&] {
+        packed.emplace(p == 0 ? evaluate(make_packed(), fused) : evaluate(make_packed(), unfused));
+      });
+      const char* policy = p == 0 ? "fused" : "unfused";
+      if (refused.has_value() != rejected[p].has_value())
+        fail(std::string("module, ") + policy + ": prepack(m) " +
+             (refused ? "rejected what m accepts: " + *refused : "accepted what m rejects"));
+      else if (packed)
+        if (const std::string d = test::disagreement(*packed, *out[p], 0.0); !d.empty())
+          fail(std::string("module, ") + policy + ": prepack(m) and m differ: " + d);
+    }
     // Which misuse this chain meets: a mask one query longer (misuse & 1: pairs, add) or one
     // key longer (misuse & 2: padding, pairs), or the longer value input.
     // (From the chain, not from used's pointers: an empty mask's data() may be null.)
