@@ -291,9 +291,9 @@ struct fused_split_heads_projection {
       const std::size_t s0 = rb * per, m = std::min(per, seq - s0);
       const std::size_t h0 = g * heads_per, nh = std::min(heads_per, H - h0);
       kernel::gemm_nn_split_prepacked<T>(m, nh * dk, din, T(1), xp + (b * seq + s0) * din, din,
-                                         wp + h0 * dk, H * dk, panels.data, panels.width, h0 * dk,
-                                         out + (b * H + h0) * seq * dk + s0 * dk, dk, dk, seq * dk,
-                                         bias ? bias + h0 * dk : nullptr, false);
+                                         wp + h0 * dk, H * dk, panels.data, panels.width, H * dk,
+                                         h0 * dk, out + (b * H + h0) * seq * dk + s0 * dk, dk, dk,
+                                         seq * dk, bias ? bias + h0 * dk : nullptr, false);
     });
     return r;
   }

@@ -121,8 +121,8 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
     kernel::parallel_for(tasks, [&](std::size_t t, std::size_t) {
       const std::size_t r0 = t * block, m = std::min(block, rows - r0);
       kernel::gemm_nn_split_prepacked<T>(m, dout, din, T(1), xp + r0 * din, din, wp, dout,
-                                         panels.data, panels.width, 0, out + r0 * dout, dout, dout,
-                                         0, bias, false);
+                                         panels.data, panels.width, dout, 0, out + r0 * dout, dout,
+                                         dout, 0, bias, false);
     });
   } else {
     // Per head h: x (or x's head h) (S, Din) · W[h] (Din, DK) -> out[b][h] (S, DK).

@@ -36,48 +36,48 @@
   X(T, void, flash_attention_backward, (const attention_backward_problem<T>& bp), (bp))
 
 // kernel/gemm.hpp
-#define ARGUS_KERNEL_GEMM_ENTRY_POINTS(X, T)                                                       \
-  X(T, void, gemm_nn,                                                                              \
-    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,            \
-     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate),          \
-    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                                    \
-  X(T, void, gemm_nt,                                                                              \
-    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,            \
-     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate),          \
-    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                                    \
-  X(T, void, gemm_tn,                                                                              \
-    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,            \
-     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate),          \
-    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                                    \
-  X(T, void, gemm_nn_split,                                                                        \
-    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,            \
-     const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t block,                        \
-     std::size_t block_stride, const T* bias, bool accumulate),                                    \
-    (m, n, k, alpha, a, lda, b, ldb, c, ldc, block, block_stride, bias, accumulate))               \
-  X(T, std::size_t, gemm_panel_width, (), ())                                                      \
-  X(T, std::size_t, gemm_packed_b_size, (std::size_t k, std::size_t n), (k, n))                    \
-  X(T, void, pack_gemm_b, (std::size_t k, std::size_t n, const T* b, std::size_t ldb, T* dst),     \
-    (k, n, b, ldb, dst))                                                                           \
-  X(T, void, gemm_nn_split_prepacked,                                                              \
-    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,            \
-     const T* b, std::size_t ldb, const T* panels, std::size_t panel_width, std::size_t col0,      \
-     T* c, std::size_t ldc, std::size_t block, std::size_t block_stride, const T* bias,            \
-     bool accumulate),                                                                             \
-    (m, n, k, alpha, a, lda, b, ldb, panels, panel_width, col0, c, ldc, block, block_stride, bias, \
-     accumulate))
+#define ARGUS_KERNEL_GEMM_ENTRY_POINTS(X, T)                                                      \
+  X(T, void, gemm_nn,                                                                             \
+    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,           \
+     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate),         \
+    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                                   \
+  X(T, void, gemm_nt,                                                                             \
+    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,           \
+     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate),         \
+    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                                   \
+  X(T, void, gemm_tn,                                                                             \
+    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,           \
+     const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate),         \
+    (m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate))                                   \
+  X(T, void, gemm_nn_split,                                                                       \
+    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,           \
+     const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t block,                       \
+     std::size_t block_stride, const T* bias, bool accumulate),                                   \
+    (m, n, k, alpha, a, lda, b, ldb, c, ldc, block, block_stride, bias, accumulate))              \
+  X(T, std::size_t, gemm_panel_width, (), ())                                                     \
+  X(T, std::size_t, gemm_packed_b_size, (std::size_t k, std::size_t n), (k, n))                   \
+  X(T, void, pack_gemm_b, (std::size_t k, std::size_t n, const T* b, std::size_t ldb, T* dst),    \
+    (k, n, b, ldb, dst))                                                                          \
+  X(T, void, gemm_nn_split_prepacked,                                                             \
+    (std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,           \
+     const T* b, std::size_t ldb, const T* panels, std::size_t panel_width, std::size_t panels_n, \
+     std::size_t col0, T* c, std::size_t ldc, std::size_t block, std::size_t block_stride,        \
+     const T* bias, bool accumulate),                                                             \
+    (m, n, k, alpha, a, lda, b, ldb, panels, panel_width, panels_n, col0, c, ldc, block,          \
+     block_stride, bias, accumulate))
 /// detail::gemm, after PREFIX (`extern template` or `template`): a compiler may instantiate it
 /// while inlining gemm_nn<T> (gemm_nt<T>, gemm_tn<T>) declared `extern template`, so it is declared
 /// with it (a dispatched entry point has no body to inline).
-#define ARGUS_KERNEL_GEMM_INLINED_CALLEES(PREFIX, T)                                               \
-  PREFIX void detail::gemm<false, T>(std::size_t, std::size_t, std::size_t, T, const T*,           \
-                                     std::size_t, const T*, std::size_t, T*, std::size_t,          \
-                                     const T*, bool, std::size_t, std::size_t, const T*);          \
-  PREFIX void detail::gemm<true, T>(std::size_t, std::size_t, std::size_t, T, const T*,            \
-                                    std::size_t, const T*, std::size_t, T*, std::size_t, const T*, \
-                                    bool, std::size_t, std::size_t, const T*);                     \
-  PREFIX void detail::gemm<false, T, true>(std::size_t, std::size_t, std::size_t, T, const T*,     \
-                                           std::size_t, const T*, std::size_t, T*, std::size_t,    \
-                                           const T*, bool, std::size_t, std::size_t, const T*);
+#define ARGUS_KERNEL_GEMM_INLINED_CALLEES(PREFIX, T)                                              \
+  PREFIX void detail::gemm<false, T>(                                                             \
+      std::size_t, std::size_t, std::size_t, T, const T*, std::size_t, const T*, std::size_t, T*, \
+      std::size_t, const T*, bool, std::size_t, std::size_t, const T*, std::size_t, std::size_t); \
+  PREFIX void detail::gemm<true, T>(                                                              \
+      std::size_t, std::size_t, std::size_t, T, const T*, std::size_t, const T*, std::size_t, T*, \
+      std::size_t, const T*, bool, std::size_t, std::size_t, const T*, std::size_t, std::size_t); \
+  PREFIX void detail::gemm<false, T, true>(                                                       \
+      std::size_t, std::size_t, std::size_t, T, const T*, std::size_t, const T*, std::size_t, T*, \
+      std::size_t, const T*, bool, std::size_t, std::size_t, const T*, std::size_t, std::size_t);
 
 // kernel/softmax_rows.hpp
 #define ARGUS_KERNEL_SOFTMAX_ROWS_ENTRY_POINTS(X, T)                                     \

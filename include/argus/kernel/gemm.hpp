@@ -195,17 +195,43 @@ void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::si
     }
 }
 
+/// Columns of a matrix n wide once packed: n rounded up to whole panels.
+template <class T>
+constexpr std::size_t packed_width(std::size_t n) noexcept {
+  using tile = gemm_tile<T>;
+  return (n + tile::nr - 1) / tile::nr * tile::nr;
+}
+
+/// B (k x n, row-major, row stride ldb) packed as gemm's loop nest reads it, for every call:
+/// k cut into the blocks gemm cuts it into (balanced_block(k, kc)), and block [pc, pc + kc)
+/// at dst + pc * packed_width(n), holding the ceil(n / nr) panels of (kc x nr) one after
+/// another, panel q at q * nr * kc (columns past n zero). So the panels of a k block, over
+/// any range of whole panels, lie together, as gemm's own packed block does.
+template <class T>
+void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T* dst) noexcept {
+  using tile = gemm_tile<T>;
+  const std::size_t kc_block = balanced_block(k, tile::kc), width = packed_width<T>(n);
+  for (std::size_t pc = 0; pc < k; pc += kc_block) {
+    const std::size_t kc = std::min(kc_block, k - pc);
+    for (std::size_t j = 0; j < n; j += tile::nr)
+      pack_b_panel_n(kc, std::min(tile::nr, n - j), b + pc * ldb + j, ldb,
+                     dst + pc * width + j * kc);
+  }
+}
+
 /// The loop nest of gemm_nn (TransposedB false), gemm_nt (TransposedB true) and, with
 /// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
 /// C's columns come in blocks of c_block (a multiple of nr, or >= n for one block), block
 /// b starting c_block_stride elements after block b − 1: element (i, j) of C is at
 /// c[(j / c_block) * c_block_stride + i * ldc + j % c_block] (gemm_nn_split).
-/// `panels`, when not null, is B already packed by pack_b_panels(k, n, ...) (with
-/// TransposedB false): its panels are read where they lie and `b` is not read.
+/// `panels`, when not null, is a matrix of k rows and `panels_n` columns packed by
+/// pack_b_blocked (TransposedB false), of which B is the columns from `panels_col0` on: its
+/// panels are read where they lie and `b` is not read.
 template <bool TransposedB, class T, bool TransposedA = false>
 void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
           const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate,
-          std::size_t c_block, std::size_t c_block_stride, const T* panels = nullptr) {
+          std::size_t c_block, std::size_t c_block_stride, const T* panels = nullptr,
+          std::size_t panels_n = 0, std::size_t panels_col0 = 0) {
   using tile = gemm_tile<T>;
   constexpr sliver_layout a_layout = TransposedA ? sliver_layout::steps : sliver_layout::rows;
   if (m == 0 || n == 0) return;
@@ -245,9 +271,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           const std::size_t cols = std::min(tile::nr, nc - jr);
           // B(pc:pc+kc, jc+jr:jc+jr+nr) is packed during the first sliver, just before
           // its first use, so that the copy overlaps the micro-kernels around it and the
-          // panel is still in L1 when first read. Prepacked, panel (jc + jr) / nr of the
-          // whole of B has its k block pc at offset pc * nr.
-          const T* panel = panels ? panels + (jc + jr) * k + pc * tile::nr : buffers.b + jr * kc;
+          // panel is still in L1 when first read. Prepacked (pack_b_blocked), k block pc
+          // starts at pc * packed_width(panels_n) and holds every panel, kc x nr each.
+          const T* panel =
+              panels ? panels + pc * packed_width<T>(panels_n) + (panels_col0 + jc + jr) * kc
+                     : buffers.b + jr * kc;
           if (s == 0 && !panels) {
             T* dst = buffers.b + jr * kc;
             if constexpr (TransposedB)
@@ -422,16 +450,20 @@ void gemm_tn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
 
 /// The width of the panels that gemm packs B into on this instruction set: panels packed by
 /// pack_gemm_b are read in place by gemm_nn_split_prepacked only where they have this width.
+/// (Their layout also depends on the k block, gemm_tile<T>::kc, the same on every set; the
+/// static_assert keeps it so, or makes whoever changes it tag the layout with it too.)
 template <class T>
 std::size_t gemm_panel_width() {
+  static_assert(detail::gemm_tile<T>::kc == 256,
+                "packed weights (pack_gemm_b) are laid out by the k block of every set alike: a "
+                "set with another kc must give gemm_panel_width a tag that tells them apart");
   return detail::gemm_tile<T>::nr;
 }
 
-/// The elements pack_gemm_b writes for a (k x n) B: ceil(n / gemm_panel_width()) panels of
-/// k x gemm_panel_width().
+/// The elements pack_gemm_b writes for a (k x n) B: k x n rounded up to whole panels.
 template <class T>
 std::size_t gemm_packed_b_size(std::size_t k, std::size_t n) {
-  return detail::packed_b_elements<T>(k, n);
+  return k * detail::packed_width<T>(n);
 }
 
 /// B (k x n, row-major, row stride ldb) packed once, into dst (gemm_packed_b_size(k, n)
@@ -441,31 +473,31 @@ template <class T>
 void pack_gemm_b(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T* dst) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::pack_gemm_b<T> is defined for float and double");
-  detail::pack_b_panels<false>(k, n, b, ldb, dst);
+  detail::pack_b_blocked(k, n, b, ldb, dst);
 }
 
-/// gemm_nn_split with B also given packed: B is columns [col0, col0 + n) of a (k x n')
+/// gemm_nn_split with B also given packed: B is columns [col0, col0 + n) of the (k x panels_n)
 /// matrix that pack_gemm_b packed at `panels`, `panel_width` wide (gemm_panel_width of the set
 /// that packed it). The panels are read in place when they serve this set's loop nest:
 /// panel_width is gemm_panel_width(), col0 a multiple of it, and the blocks of C whole panels
 /// (block >= n or a multiple of the width); otherwise B is read from `b` as gemm_nn_split
 /// reads it. The result is the same to the bit either way: the same products in the same
-/// order, without the copy of B into panels on every call.
+/// order, without the copy of B into panels on every call. pre: col0 + n <= panels_n.
 template <class T>
 void gemm_nn_split_prepacked(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
                              std::size_t lda, const T* b, std::size_t ldb, const T* panels,
-                             std::size_t panel_width, std::size_t col0, T* c, std::size_t ldc,
-                             std::size_t block, std::size_t block_stride, const T* bias,
-                             bool accumulate) {
+                             std::size_t panel_width, std::size_t panels_n, std::size_t col0, T* c,
+                             std::size_t ldc, std::size_t block, std::size_t block_stride,
+                             const T* bias, bool accumulate) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::gemm_nn_split_prepacked<T> is defined for float and double");
   constexpr std::size_t nr = detail::gemm_tile<T>::nr;
-  assert(block >= 1);
+  assert(block >= 1 && col0 + n <= panels_n);
   if (panels == nullptr || panel_width != nr || col0 % nr != 0 || (block < n && block % nr != 0))
     return gemm_nn_split<T>(m, n, k, alpha, a, lda, b, ldb, c, ldc, block, block_stride, bias,
                             accumulate);
   detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, block, block_stride,
-                      panels + col0 * k);
+                      panels, panels_n, col0);
 }
 
 // This header's entry points, declared for the program's use of the kernels

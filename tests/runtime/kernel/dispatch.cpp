@@ -529,7 +529,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(prepacked_gemms_agree_across_sets, T, value_types)
                              isa_name(packer->id) + " (width " + std::to_string(width) + ")";
     check_every_variant<T>(what, ref, [&](const entry_point_table<T>& e) {
       std::vector<T> c(m * n, T(7));
-      e.gemm_nn_split_prepacked(m, n, k, T(1), a.data(), k, b.data(), n, panels.data(), width, 0,
+      e.gemm_nn_split_prepacked(m, n, k, T(1), a.data(), k, b.data(), n, panels.data(), width, n, 0,
                                 c.data(), n, n, 0, bias.data(), false);
       return c;
     });

@@ -416,7 +416,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
                                                 want.data(), ldc, block, stride, biasp, accumulate);
                 argus::kernel::gemm_nn_split_prepacked<T>(
                     m, n, k, T(0.5), a.data(), k, bp, total, width ? panels.data() : nullptr, width,
-                    col0, got.data(), ldc, block, stride, biasp, accumulate);
+                    total, col0, got.data(), ldc, block, stride, biasp, accumulate);
                 ++checked;
                 if (got != want && ++failures <= 5)
                   BOOST_ERROR("m " << m << " columns [" << col0 << ", " << total << ") k " << k
