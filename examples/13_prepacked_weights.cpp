@@ -72,10 +72,10 @@ int main() {
   std::istringstream lines(plan.str());
   std::size_t packed_lines = 0;
   for (std::string line; std::getline(lines, line);)
-    if (line.find("packed weight") != std::string::npos && packed_lines++ == 0)
-      std::printf("explain(served.forward(x), fused), first of the weights' lines:\n%s\n",
+    if (line.find("packed panels read in place") != std::string::npos && packed_lines++ == 0)
+      std::printf("explain(served.forward(x), fused), the first of the four projections:\n%s\n",
                   line.c_str());
-  check(packed_lines == 4, "explain() shows the four weights read as packed");
+  check(packed_lines == 4, "explain() shows the four projections reading packed weights");
 
   // A training step changes mha; served keeps the weights it packed.
   const activation before = evaluate(mha.forward(x), fused);

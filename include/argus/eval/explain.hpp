@@ -123,13 +123,8 @@ struct planner {
 
   template <class T, Shape S>
   void describe_step(const leaf<T, S>& e, int depth) const {
-    using V = std::remove_const_t<T>;
-    const char* what = "input tensor";
-    if (e.packed.data != nullptr)
-      what = e.packed.width == kernel::gemm_panel_width<V>()
-                 ? "packed weight (packed_weight): gemm reads its panels in place, no packing"
-                 : "packed weight, panels of another instruction set: packed per call";
-    add(depth, false, what, extents_string(e.shape()), 0);
+    add(depth, false, e.packed.data != nullptr ? "packed weight (packed_weight)" : "input tensor",
+        extents_string(e.shape()), 0);
   }
   template <class X, class W, class B>
   void describe_step(const projection<X, W, B>& e, int depth) const {
@@ -137,7 +132,9 @@ struct planner {
     std::string what = node::per_head ? (node::split_input ? "project, narrow per-head x·W[h]"
                                                            : "project, per-head x·W[h]")
                                       : "project x·W";
-    add(depth, false, what + (node::has_bias ? " + b" : "") + " (kernel::gemm_nn)",
+    add(depth, false,
+        what + (node::has_bias ? " + b" : "") + " (kernel::gemm_nn)" +
+            (node::per_head ? std::string() : packed_weight_words(e.w, 0)),
         extents_string(e.shape()), result_bytes(e), true);
     (*this)(e.x, depth + 1);
     (*this)(e.w, depth + 1);

@@ -301,11 +301,13 @@ struct fused_split_heads_projection {
   template <std::size_t H, class X, class W, class B, class Planner>
   static void describe(const split_heads_node<H, projection<X, W, B>>& e, const Planner& p,
                        int depth) {
-    p.add(depth, true,
-          "split_heads<" + std::to_string(H) + ">(x·W" +
-              (projection<X, W, B>::has_bias ? " + b" : "") +
-              "): the product written straight into (B,H,SEQ,D_K) (kernel::gemm_nn_split), no copy",
-          detail::extents_string(e.shape()), detail::result_bytes(e));
+    p.add(
+        depth, true,
+        "split_heads<" + std::to_string(H) + ">(x·W" +
+            (projection<X, W, B>::has_bias ? " + b" : "") +
+            "): the product written straight into (B,H,SEQ,D_K) (kernel::gemm_nn_split), no copy" +
+            detail::packed_weight_words(e.x.w, H == 1 ? 0 : e.shape().extent(3)),
+        detail::extents_string(e.shape()), detail::result_bytes(e));
     p(e.x.x, depth + 1);
     p(e.x.w, depth + 1);
     if constexpr (projection<X, W, B>::has_bias) p(e.x.b, depth + 1);

@@ -41,7 +41,6 @@ template <class Module>
 class prepacked_attention {
   static_assert(detail::is_mha_module<Module>::value,
                 "argus::prepacked_attention<Module>: Module is an argus::multi_head_attention");
-  friend Module;  // its forward_inputs reads the members below
 
  public:
   using module_type = Module;

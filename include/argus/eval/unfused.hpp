@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -78,6 +79,24 @@ packed_panels<typename W::value_type> packed_panels_of(const W& w) noexcept {
     return w.packed;
   else
     return {};
+}
+
+/// For explain(): how a projection's product reads operand W, when W is a packed_weight ("" when
+/// it is not). `block`: the width of each of the product's column blocks when it has several
+/// (d_k for split heads), else 0. The conditions are kernel::gemm_nn_split_prepacked's.
+template <class W>
+std::string packed_weight_words(const W& w, std::size_t block) {
+  using T = typename W::value_type;
+  const packed_panels<T> p = packed_panels_of(w);
+  if (p.data == nullptr) return {};
+  const std::size_t width = kernel::gemm_panel_width<T>();
+  if (p.width != width)
+    return "; W packed per call: its packed panels are another instruction set's (" +
+           std::to_string(p.width) + " columns, not " + std::to_string(width) + ")";
+  if (block != 0 && block % width != 0)
+    return "; W packed per call: d_k " + std::to_string(block) +
+           " is not a multiple of the panel width " + std::to_string(width);
+  return "; W's packed panels read in place (kernel::gemm_nn_split_prepacked)";
 }
 
 /// The evaluated, unit-stride operands of x·W + b; bias is nullptr without a bias.
