@@ -25,11 +25,6 @@
 namespace argus {
 
 namespace detail {
-template <class M>
-struct is_mha_module : std::false_type {};
-template <std::size_t D, std::size_t H, mha_options O, class T>
-struct is_mha_module<multi_head_attention<D, H, O, T>> : std::true_type {};
-
 /// The packed_weight type of a module's weight member W (a tensor<T, S>).
 template <class W>
 using packed_weight_for = packed_weight<typename W::value_type, typename W::shape_type>;
@@ -39,7 +34,7 @@ using packed_weight_for = packed_weight<typename W::value_type, typename W::shap
 /// module's. Module is a multi_head_attention<...>.
 template <class Module>
 class prepacked_attention {
-  static_assert(detail::is_mha_module<Module>::value,
+  static_assert(MultiHeadAttentionModule<Module>,
                 "argus::prepacked_attention<Module>: Module is an argus::multi_head_attention");
 
  public:
@@ -107,8 +102,15 @@ prepacked_attention(const Module&) -> prepacked_attention<Module>;
 
 /// The module's weights packed once, for inference: prepacked_attention<Module>(m).
 template <class Module>
-prepacked_attention<Module> prepack(const Module& m) {
-  return prepacked_attention<Module>(m);
+auto prepack(const Module& m) {
+  if constexpr (!MultiHeadAttentionModule<Module>) {
+    static_assert(MultiHeadAttentionModule<Module>,
+                  "argument_is_a_multi_head_attention: prepack(m) packs the weights of an "
+                  "argus::multi_head_attention");
+    return detail::rejected{};
+  } else {
+    return prepacked_attention<Module>(m);
+  }
 }
 
 }  // namespace argus

@@ -481,6 +481,17 @@ class multi_head_attention {
 };
 
 namespace detail {
+template <class M>
+struct is_multi_head_attention : std::false_type {};
+template <std::size_t D, std::size_t H, mha_options O, class T>
+struct is_multi_head_attention<multi_head_attention<D, H, O, T>> : std::true_type {};
+}  // namespace detail
+
+/// A multi_head_attention<...> specialisation.
+template <class M>
+concept MultiHeadAttentionModule = detail::is_multi_head_attention<M>::value;
+
+namespace detail {
 template <class E>
 struct find_softmax {
   static constexpr bool found = false;

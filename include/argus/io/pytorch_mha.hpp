@@ -33,17 +33,6 @@
 namespace argus {
 
 namespace detail {
-template <class M>
-struct is_multi_head_attention : std::false_type {};
-template <std::size_t D, std::size_t H, mha_options O, class T>
-struct is_multi_head_attention<multi_head_attention<D, H, O, T>> : std::true_type {};
-}  // namespace detail
-
-/// A multi_head_attention<...> specialisation.
-template <class M>
-concept MultiHeadAttentionModule = detail::is_multi_head_attention<M>::value;
-
-namespace detail {
 
 template <MultiHeadAttentionModule M>
 std::string module_description() {

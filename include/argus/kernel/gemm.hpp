@@ -298,11 +298,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   }
 }
 
-/// Elements of B (k x n) packed by pack_b_panels: ceil(n / nr) panels of k x nr.
+/// Elements of B (k x n) packed by pack_b_panels or pack_b_blocked: ceil(n / nr) panels of
+/// k x nr.
 template <class T>
 constexpr std::size_t packed_b_elements(std::size_t k, std::size_t n) noexcept {
-  using tile = gemm_tile<T>;
-  return k * ((n + tile::nr - 1) / tile::nr * tile::nr);
+  return k * packed_width<T>(n);
 }
 
 /// B (k x n) into ceil(n / nr) panels of (k x nr), panel q at dst + q * k * nr (columns past
@@ -463,7 +463,7 @@ std::size_t gemm_panel_width() {
 /// The elements pack_gemm_b writes for a (k x n) B: k x n rounded up to whole panels.
 template <class T>
 std::size_t gemm_packed_b_size(std::size_t k, std::size_t n) {
-  return k * detail::packed_width<T>(n);
+  return detail::packed_b_elements<T>(k, n);
 }
 
 /// B (k x n, row-major, row stride ldb) packed once, into dst (gemm_packed_b_size(k, n)
