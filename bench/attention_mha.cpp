@@ -25,7 +25,7 @@
 //   BM_mha_cross    n_q 256 queries attending a memory of n_kv 4096
 //   BM_mha_decode   one query attending n_kv 1024, 4096, 8192 (K and V projected every call)
 //   BM_mha_memory   n 16384, fused and eigen only: memory against the ideal (see below)
-//   BM_mha_paired   BM_mha's shape at n 128, 1024, 4096: fused_vs_<other> for each of eigen,
+//   BM_mha_paired   BM_mha's shape at n 1, 16, 128, 1024, 4096: fused_vs_<other> for each of eigen,
 //                   fused_prepacked, onednn, torch, one fused call and one of the other per
 //                   iteration, counters ratio (median other ÷ fused), ratio_q1, ratio_q3,
 //                   fused_ms, other_ms (register.hpp)
@@ -367,7 +367,7 @@ const bool registered = [] {
   std::vector<argus::bench::other_evaluator> paired_others{
       argus::bench::eigen_evaluator(), argus::bench::prepacked_evaluator<bm_mha_module>()};
   for (auto& peer : argus::bench::library_peer_evaluators()) paired_others.push_back(peer);
-  argus::bench::register_module<bm_mha_module>("BM_mha_paired", {.seq = {128, 1024, 4096},
+  argus::bench::register_module<bm_mha_module>("BM_mha_paired", {.seq = {1, 16, 128, 1024, 4096},
                                                                  .threads = {1, 2},
                                                                  .fused = false,
                                                                  .unfused = false,
