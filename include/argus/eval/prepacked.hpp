@@ -18,7 +18,6 @@
 #include <argus/expr/attention.hpp>
 
 #include <cstddef>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -64,18 +63,11 @@ class prepacked_attention {
   /// rules, the same expression, with the packed weights.
   template <class... Args>
   auto forward(Args&&... args) const {
-    constexpr std::size_t inputs = detail::leading_inputs<Args...>();
     if constexpr (!Module::template forward_accepted<true, Args...>(
-                      detail::mask_positions<Args...>{})) {
+                      detail::mask_positions<Args...>{}))
       return detail::rejected{};
-    } else {
-      auto refs = std::forward_as_tuple(std::forward<Args>(args)...);
-      using masks = std::make_index_sequence<sizeof...(Args) - inputs>;
-      if constexpr (inputs == 1)
-        return Module::template forward_inputs<0, 0, 0, 1>(*this, refs, masks{});
-      else
-        return Module::template forward_inputs<0, 1, 2, 3>(*this, refs, masks{});
-    }
+    else
+      return Module::forward_with(*this, std::forward<Args>(args)...);
   }
 
   /// Bytes held: each weight's elements and panels, and the biases.

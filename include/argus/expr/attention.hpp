@@ -165,22 +165,28 @@ class multi_head_attention {
   /// the weights by reference.
   template <class... Args>
   auto forward(Args&&... args) const {
-    constexpr std::size_t inputs = detail::leading_inputs<Args...>();
-    if constexpr (!forward_accepted<true, Args...>(detail::mask_positions<Args...>{})) {
+    if constexpr (!forward_accepted<true, Args...>(detail::mask_positions<Args...>{}))
       return detail::rejected{};
-    } else {
-      auto refs = std::forward_as_tuple(std::forward<Args>(args)...);
-      using masks = std::make_index_sequence<sizeof...(Args) - inputs>;
-      if constexpr (inputs == 1)
-        return forward_inputs<0, 0, 0, 1>(*this, refs, masks{});
-      else
-        return forward_inputs<0, 1, 2, 3>(*this, refs, masks{});
-    }
+    else
+      return forward_with(*this, std::forward<Args>(args)...);
   }
 
  private:
   template <class Module>
   friend class prepacked_attention;  // forward with the weights packed (eval/prepacked.hpp)
+
+  /// forward's expression over the weights and biases of `wts` (this module's, or their packed
+  /// copies), for arguments forward_accepted has passed: one input or three, then the masks.
+  template <class Weights, class... Args>
+  static auto forward_with(const Weights& wts, Args&&... args) {
+    constexpr std::size_t inputs = detail::leading_inputs<Args...>();
+    auto refs = std::forward_as_tuple(std::forward<Args>(args)...);
+    using masks = std::make_index_sequence<sizeof...(Args) - inputs>;
+    if constexpr (inputs == 1)
+      return forward_inputs<0, 0, 0, 1>(wts, refs, masks{});
+    else
+      return forward_inputs<0, 1, 2, 3>(wts, refs, masks{});
+  }
 
   template <bool Report, class WQ, class WK, class WV, class WO>
   static constexpr bool weights_accepted() {
