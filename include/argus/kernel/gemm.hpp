@@ -267,7 +267,27 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         else
           pack_a_sliver(rows, kc, a + ir * lda + pc, lda, buffers.a);
         T* c_rows = c + ir * ldc;
+        // The next sliver's rows of A, fetched a few cache lines per panel while this
+        // sliver runs, so that its copy finds them in cache: rows of a long A (x at n 1024,
+        // 2 MiB) come from L3 otherwise, and the copy waited on them (2.7 % of the MHA
+        // forward's time). On Zen 4 (bench/ab/ab.sh gemm, m 1024 and 4096) gemm_nn ran
+        // 1.6-1.9 % faster with AVX-512, 3.8 % with AVX2; m 128, whose A is in cache, the
+        // same (0.995). Not for TransposedA, whose slivers are columns of Aᵀ.
+        const std::size_t next_ir = ir + rows;
+        const std::size_t next_rows =
+            s + 1 < slivers ? (s + 1 < tall_slivers ? short_rows + 1 : short_rows) : 0;
+        constexpr std::size_t line = 64 / sizeof(T);
+        const std::size_t row_lines = (kc + line - 1) / line;
+        const std::size_t lines = next_rows * row_lines;
+        const std::size_t panels_in_block = (nc + tile::nr - 1) / tile::nr;
+        const std::size_t per_panel = (lines + panels_in_block - 1) / panels_in_block;
+        std::size_t fetched = 0;
         for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
+          if constexpr (!TransposedA)
+            for (std::size_t f = 0; f < per_panel && fetched < lines; ++f, ++fetched) {
+              const std::size_t r = fetched / row_lines, l = fetched % row_lines;
+              __builtin_prefetch(a + (next_ir + r) * lda + pc + l * line);
+            }
           const std::size_t cols = std::min(tile::nr, nc - jr);
           // B(pc:pc+kc, jc+jr:jc+jr+nr) is packed during the first sliver, just before
           // its first use, so that the copy overlaps the micro-kernels around it and the
