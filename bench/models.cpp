@@ -6,6 +6,8 @@
 //   BM_model_gpt2_xl     GPT-2 XL: d_model 1600, 25 heads (d_k 64), n 256 and 1024
 //   BM_model_gqa_4096    a grouped-query layer of the Llama-2-70B kind: d_model 4096,
 //                        32 query heads over 8 key/value heads (d_k 128), n 256 and 1024
+//   BM_model_phi2        Phi-2: d_model 2560, 32 heads (d_k 80, not a multiple of the
+//                        AVX-512 kernels' 32-column panels), n 256
 // each under fused, fused on weights packed once (fused_prepacked: argus::prepack), unfused,
 // eigen, and where built, the oneDNN and libtorch peers (not for
 // the grouped-query layer, which neither peer runs), at threads 1 and 2. Counters:
@@ -46,12 +48,14 @@ const bool registered = [] {
     using bert_base = multi_head_attention<768, 12>;
     using gpt2_xl = multi_head_attention<1600, 25>;
     using gqa_4096 = multi_head_attention<4096, 32, mha_options{.kv_heads = 8}>;
+    using phi2 = multi_head_attention<2560, 32>;
     ab::register_module<bert_base>("BM_model_bert_base",
                                    rows({128, 512}, true, ab::prepacked_evaluator<bert_base>()));
     ab::register_module<gpt2_xl>("BM_model_gpt2_xl",
                                  rows({256, 1024}, true, ab::prepacked_evaluator<gpt2_xl>()));
     ab::register_module<gqa_4096>("BM_model_gqa_4096",
                                   rows({256, 1024}, false, ab::prepacked_evaluator<gqa_4096>()));
+    ab::register_module<phi2>("BM_model_phi2", rows({256}, true, ab::prepacked_evaluator<phi2>()));
   }
   return true;
 }();

@@ -49,7 +49,7 @@ PEERS = ("onednn", "torch")  # the library peers (bench/peers/); absent where no
 # `make bench-quick` on the 2-vCPU Zen 1 machine of docs/performance.md, peers included.
 # (Google Benchmark's regular expressions are POSIX extended: no \w.)
 QUICK_EXCLUDE = (r"/n:(4096|8192)/|flash_attention/(4096|8192)/|(onednn|torch)/n:2048/|"
-                 r"^BM_model_[a-z0-9_]+/[a-z]+/(n:1024/|.*/threads:2/)")
+                 r"^BM_model_[a-z0-9_]+/[a-z_]+/(n:1024/|.*/threads:2/)")
 MEMORY_FAMILY = "BM_mha_memory"
 TRAIN_MEMORY = "BM_train_memory"  # bench_attention_backward: one training step at n 16384, alone
 

@@ -3,7 +3,8 @@
 # "Noise"): each revision's include/ is compiled into its own inline namespace and the
 # driver (main.cpp) calls the two alternately, reporting the median ratio of their times.
 #
-#   bench/ab/ab.sh [options] REV_A REV_B [attention N ROUNDS CAUSAL THREADS | gemm M ROUNDS]
+#   bench/ab/ab.sh [options] REV_A REV_B [attention N ROUNDS CAUSAL THREADS | gemm M ROUNDS |
+#                                          split M ROUNDS D_MODEL D_K]
 #
 # REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
 # the working tree's include/ as it is now. The workload defaults to `attention 1024 40 0 1`.
@@ -30,7 +31,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2

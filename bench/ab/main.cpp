@@ -11,6 +11,8 @@
 //
 //   main attention <n> <rounds> <causal 0|1> <threads>   flash_attention, h 8, d 64, float
 //   main gemm <m> <rounds>                                gemm_nn (m × 512) · (512 × 512)
+//   main split <m> <rounds> <d_model> <d_k>               gemm_nn_split (m × d_model) ·
+//                                                         (d_model × d_model) into heads of d_k
 #include "argus/kernel/parallel.hpp"
 
 #include <algorithm>
@@ -31,6 +33,10 @@ extern "C" void argus_ab_gemm_a(std::size_t, std::size_t, std::size_t, const flo
                                 float*);
 extern "C" void argus_ab_gemm_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
                                 float*);
+extern "C" void argus_ab_split_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
+                                 float*);
+extern "C" void argus_ab_split_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
+                                 float*);
 
 namespace {
 
@@ -42,7 +48,8 @@ double quantile(std::vector<double> x, double q) {
 int usage() {
   std::fprintf(stderr,
                "usage: main attention <n> <rounds> <causal 0|1> <threads>\n"
-               "       main gemm <m> <rounds>\n");
+               "       main gemm <m> <rounds>\n"
+               "       main split <m> <rounds> <d_model> <d_k>\n");
   return 2;
 }
 
@@ -50,8 +57,10 @@ int usage() {
 
 int main(int argc, char** argv) {
   if (argc < 4) return usage();
-  const bool gemm = std::strcmp(argv[1], "gemm") == 0;
+  const bool split = std::strcmp(argv[1], "split") == 0;
+  const bool gemm = split || std::strcmp(argv[1], "gemm") == 0;
   if (!gemm && std::strcmp(argv[1], "attention") != 0) return usage();
+  if (split && argc < 6) return usage();
   const std::size_t n = std::strtoul(argv[2], nullptr, 10);
   const int rounds = std::atoi(argv[3]);
   const bool causal = !gemm && argc > 4 && std::atoi(argv[4]) != 0;
@@ -59,7 +68,10 @@ int main(int argc, char** argv) {
   if (n == 0 || rounds < 2 || threads < 1) return usage();
   argus::set_num_threads(std::size_t(threads));
 
-  constexpr std::size_t heads = 8, d = 64, width = 512;
+  constexpr std::size_t heads = 8, d = 64;
+  const std::size_t width = split ? std::strtoul(argv[4], nullptr, 10) : 512;
+  const std::size_t d_k = split ? std::strtoul(argv[5], nullptr, 10) : 0;
+  if (split && (width == 0 || d_k == 0 || width % d_k != 0)) return usage();
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> x, y, out_a, out_b;
@@ -69,8 +81,13 @@ int main(int argc, char** argv) {
     x.resize(n * width), y.resize(width * width), out_a.resize(n * width);
     for (float& e : x) e = u(rng);
     for (float& e : y) e = u(rng);
-    run_a = [&](float* c) { argus_ab_gemm_a(n, width, width, x.data(), y.data(), c); };
-    run_b = [&](float* c) { argus_ab_gemm_b(n, width, width, x.data(), y.data(), c); };
+    if (split) {
+      run_a = [&](float* c) { argus_ab_split_a(n, width, d_k, x.data(), y.data(), c); };
+      run_b = [&](float* c) { argus_ab_split_b(n, width, d_k, x.data(), y.data(), c); };
+    } else {
+      run_a = [&](float* c) { argus_ab_gemm_a(n, width, width, x.data(), y.data(), c); };
+      run_b = [&](float* c) { argus_ab_gemm_b(n, width, width, x.data(), y.data(), c); };
+    }
     flops = 2.0 * double(n) * width * width;
   } else {
     x.resize(3 * heads * n * d), out_a.resize(heads * n * d);
@@ -114,9 +131,14 @@ int main(int argc, char** argv) {
     }
     ta.push_back(a), tb.push_back(b), ratio.push_back(a / b);
   }
-  std::printf("%s %s n %zu%s, %d thread(s), %d rounds of %d call(s)\n",
-              gemm ? "gemm_nn" : "flash_attention", gemm ? "(m x 512) . (512 x 512)" : "h 8 d 64",
-              n, causal ? " causal" : "", threads, rounds, reps);
+  if (split)
+    std::printf("gemm_nn_split (m x %zu) . (%zu x %zu) into heads of %zu", width, width, width,
+                d_k);
+  else
+    std::printf("%s %s", gemm ? "gemm_nn" : "flash_attention",
+                gemm ? "(m x 512) . (512 x 512)" : "h 8 d 64");
+  std::printf(" n %zu%s, %d thread(s), %d rounds of %d call(s)\n", n, causal ? " causal" : "",
+              threads, rounds, reps);
   std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),
               *std::min_element(ta.begin(), ta.end()), flops / quantile(ta, 0.5) / 1e6);
   std::printf("  B: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(tb, 0.5),

@@ -33,3 +33,10 @@ extern "C" void ARGUS_AB_CAT(argus_ab_gemm_, ARGUS_AB_SIDE)(std::size_t m, std::
                                                             const float* b, float* c) {
   argus::kernel::gemm_nn<float>(m, n, k, 1.0f, a, k, b, n, c, n);
 }
+
+/// x (m x d) times W (d x d) written into split heads of width `block`: (d / block, m, block).
+extern "C" void ARGUS_AB_CAT(argus_ab_split_, ARGUS_AB_SIDE)(std::size_t m, std::size_t d,
+                                                             std::size_t block, const float* a,
+                                                             const float* b, float* c) {
+  argus::kernel::gemm_nn_split<float>(m, d, d, 1.0f, a, d, b, d, c, block, block, m * block);
+}

@@ -134,7 +134,7 @@ struct planner {
                                       : "project x·W";
     add(depth, false,
         what + (node::has_bias ? " + b" : "") + " (kernel::gemm_nn)" +
-            (node::per_head ? std::string() : packed_weight_words(e.w, 0)),
+            (node::per_head ? std::string() : packed_weight_words(e.w)),
         extents_string(e.shape()), result_bytes(e), true);
     (*this)(e.x, depth + 1);
     (*this)(e.w, depth + 1);

@@ -306,7 +306,7 @@ struct fused_split_heads_projection {
         "split_heads<" + std::to_string(H) + ">(x·W" +
             (projection<X, W, B>::has_bias ? " + b" : "") +
             "): the product written straight into (B,H,SEQ,D_K) (kernel::gemm_nn_split), no copy" +
-            detail::packed_weight_words(e.x.w, H == 1 ? 0 : e.shape().extent(3)),
+            detail::packed_weight_words(e.x.w),
         detail::extents_string(e.shape()), detail::result_bytes(e));
     p(e.x.x, depth + 1);
     p(e.x.w, depth + 1);

@@ -82,10 +82,12 @@ packed_panels<typename W::value_type> packed_panels_of(const W& w) noexcept {
 }
 
 /// For explain(): how a projection's product reads operand W, when W is a packed_weight ("" when
-/// it is not). `block`: the width of each of the product's column blocks when it has several
-/// (d_k for split heads), else 0. The conditions are kernel::gemm_nn_split_prepacked's.
+/// it is not). The condition is kernel::gemm_nn_split_prepacked's: panels of this instruction
+/// set's width. (A thread whose share of the heads starts inside a panel, which the fused
+/// split-heads product gives a thread only on sequences shorter than the threads' row blocks,
+/// packs its own columns.)
 template <class W>
-std::string packed_weight_words(const W& w, std::size_t block) {
+std::string packed_weight_words(const W& w) {
   using T = typename W::value_type;
   const packed_panels<T> p = packed_panels_of(w);
   if (p.data == nullptr) return {};
@@ -93,9 +95,6 @@ std::string packed_weight_words(const W& w, std::size_t block) {
   if (p.width != width)
     return "; W packed per call: its packed panels are another instruction set's (" +
            std::to_string(p.width) + " columns, not " + std::to_string(width) + ")";
-  if (block != 0 && block % width != 0)
-    return "; W packed per call: d_k " + std::to_string(block) +
-           " is not a multiple of the panel width " + std::to_string(width);
   return "; W's packed panels read in place (kernel::gemm_nn_split_prepacked)";
 }
 

@@ -195,6 +195,54 @@ void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::si
     }
 }
 
+/// A tile of C whose cols <= nr columns, starting at column `col` of the product, are not
+/// nr contiguous elements of each row: narrower than a panel (the product's last columns),
+/// or straddling two of gemm_nn_split's column blocks (d_k not a multiple of nr). Element
+/// (i, j) of the tile is at c_rows[(col + j) / c_block * c_block_stride + i * ldc +
+/// (col + j) % c_block]. The tile's elements are gathered (when load_c) into a local tile,
+/// the micro-kernel runs on it as it runs on C, and they are scattered back, one contiguous
+/// run of columns per block and row: each element gets the very operations of a whole tile,
+/// so a product's bits do not depend on where its tiles fall. bias: nullptr or the tile's
+/// cols entries.
+template <class T>
+void gemm_gathered_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::size_t cols,
+                        std::size_t kc, const T* a, const T* b, T* c_rows, std::size_t ldc,
+                        std::size_t col, std::size_t c_block, std::size_t c_block_stride, T alpha,
+                        const T* bias, bool load_c) noexcept {
+  using tile = gemm_tile<T>;
+  alignas(buffer_alignment) T out[tile::mr * tile::nr];
+  alignas(buffer_alignment) T tile_bias[tile::nr];
+  // f(j, len, dst): columns [j, j + len) of the tile lie at dst (row 0), contiguous.
+  const auto for_runs = [&](auto&& f) {
+    for (std::size_t j = 0; j < cols;) {
+      const std::size_t at = col + j;
+      const std::size_t len = std::min(cols - j, c_block - at % c_block);
+      f(j, len, c_rows + at / c_block * c_block_stride + at % c_block);
+      j += len;
+    }
+  };
+  if (load_c) {
+    for_runs([&](std::size_t j, std::size_t len, const T* src) {
+      for (std::size_t i = 0; i < rows; ++i)
+        std::memcpy(out + i * tile::nr + j, src + i * ldc, len * sizeof(T));
+    });
+    // The columns past cols are computed and dropped; give them defined values.
+    if (cols < tile::nr)
+      for (std::size_t i = 0; i < rows; ++i)
+        std::fill(out + i * tile::nr + cols, out + (i + 1) * tile::nr, T(0));
+  }
+  if (bias && cols < tile::nr) {  // the kernel reads nr entries of bias
+    std::copy(bias, bias + cols, tile_bias);
+    std::fill(tile_bias + cols, tile_bias + tile::nr, T(0));
+    bias = tile_bias;
+  }
+  kernel(kc, a, b, out, tile::nr, alpha, bias, load_c);
+  for_runs([&](std::size_t j, std::size_t len, T* dst) {
+    for (std::size_t i = 0; i < rows; ++i)
+      std::memcpy(dst + i * ldc, out + i * tile::nr + j, len * sizeof(T));
+  });
+}
+
 /// Columns of a matrix n wide once packed: n rounded up to whole panels.
 template <class T>
 constexpr std::size_t packed_width(std::size_t n) noexcept {
@@ -221,9 +269,10 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
 
 /// The loop nest of gemm_nn (TransposedB false), gemm_nt (TransposedB true) and, with
 /// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
-/// C's columns come in blocks of c_block (a multiple of nr, or >= n for one block), block
-/// b starting c_block_stride elements after block b − 1: element (i, j) of C is at
-/// c[(j / c_block) * c_block_stride + i * ldc + j % c_block] (gemm_nn_split).
+/// C's columns come in blocks of c_block (any width >= 1; n + 1 for one block), block b
+/// starting c_block_stride elements after block b − 1: element (i, j) of C is at
+/// c[(j / c_block) * c_block_stride + i * ldc + j % c_block] (gemm_nn_split). A tile that
+/// straddles two blocks goes through gemm_gathered_tile.
 /// `panels`, when not null, is a matrix of k rows and `panels_n` columns packed by
 /// pack_b_blocked (TransposedB false), of which B is the columns from `panels_col0` on: its
 /// panels are read where they lie and `b` is not read.
@@ -304,13 +353,13 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
               pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, dst);
           }
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
-          const std::size_t col = jc + jr;  // a panel never straddles two column blocks
-          T* c_tile = c_rows + (col / c_block) * c_block_stride + col % c_block;
-          if (cols == tile::nr)
-            kernel(kc, buffers.a, panel, c_tile, ldc, alpha, tile_bias, load_c);
+          const std::size_t col = jc + jr;
+          if (cols == tile::nr && col % c_block + tile::nr <= c_block)
+            kernel(kc, buffers.a, panel, c_rows + col / c_block * c_block_stride + col % c_block,
+                   ldc, alpha, tile_bias, load_c);
           else
-            gemm_narrow_tile<T>(kernel, rows, cols, kc, buffers.a, panel, c_tile, ldc, alpha,
-                                tile_bias, load_c);
+            gemm_gathered_tile<T>(kernel, rows, cols, kc, buffers.a, panel, c_rows, ldc, col,
+                                  c_block, c_block_stride, alpha, tile_bias, load_c);
         }
         ir += rows;
       }
@@ -422,8 +471,11 @@ void gemm_nn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
 /// element (i, j) of C is c[(j / block) * block_stride + i * ldc + j % block]. This is
 /// x·W written straight into split heads: with block = d_k, ldc = d_k and block_stride =
 /// seq · d_k, the (seq x heads·d_k) product lands as (heads, seq, d_k). One product over all
-/// the columns packs each row of A a few times, not once per block. pre: block >= 1; no
-/// two elements of C overlap.
+/// the columns packs each row of A a few times, not once per block, and pads only its last
+/// panel, whatever the block width: a tile that straddles two blocks is computed whole and
+/// scattered to both (with d_k 80 and 32-column panels, one product per head would pad each
+/// head's third panel, a sixth of its multiply-adds). pre: block >= 1; no two elements of C
+/// overlap.
 template <class T>
 void gemm_nn_split(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
                    std::size_t lda, const T* b, std::size_t ldb, T* c, std::size_t ldc,
@@ -432,16 +484,8 @@ void gemm_nn_split(std::size_t m, std::size_t n, std::size_t k, T alpha, const T
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::gemm_nn_split<T> is defined for float and double");
   assert(block >= 1);
-  if (block >= n || block % detail::gemm_tile<T>::nr == 0) {
-    detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, block,
-                        block_stride);
-    return;
-  }
-  // A block narrower than, or not a multiple of, the register tile: one product per block.
-  for (std::size_t j0 = 0; j0 < n; j0 += block)
-    detail::gemm<false>(m, std::min(block, n - j0), k, alpha, a, lda, b + j0, ldb,
-                        c + j0 / block * block_stride, ldc, bias ? bias + j0 : nullptr, accumulate,
-                        n + 1, 0);
+  detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate,
+                      block >= n ? n + 1 : block, block_stride);
 }
 
 /// As gemm_nn, with B given transposed: B is (n x k) row-major and C = alpha * A * B^T.
@@ -499,10 +543,10 @@ void pack_gemm_b(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T* d
 /// gemm_nn_split with B also given packed: B is columns [col0, col0 + n) of the (k x panels_n)
 /// matrix that pack_gemm_b packed at `panels`, `panel_width` wide (gemm_panel_width of the set
 /// that packed it). The panels are read in place when they serve this set's loop nest:
-/// panel_width is gemm_panel_width(), col0 a multiple of it, and the blocks of C whole panels
-/// (block >= n or a multiple of the width); otherwise B is read from `b` as gemm_nn_split
-/// reads it. The result is the same to the bit either way: the same products in the same
-/// order, without the copy of B into panels on every call. pre: col0 + n <= panels_n.
+/// panel_width is gemm_panel_width() and col0 a multiple of it (any block width); otherwise
+/// B is read from `b` as gemm_nn_split reads it. The result is the same to the bit either way: the
+/// same products in the same order, without the copy of B into panels on every call. pre: col0 + n
+/// <= panels_n.
 template <class T>
 void gemm_nn_split_prepacked(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
                              std::size_t lda, const T* b, std::size_t ldb, const T* panels,
@@ -513,11 +557,11 @@ void gemm_nn_split_prepacked(std::size_t m, std::size_t n, std::size_t k, T alph
                 "argus::kernel::gemm_nn_split_prepacked<T> is defined for float and double");
   constexpr std::size_t nr = detail::gemm_tile<T>::nr;
   assert(block >= 1 && col0 + n <= panels_n);
-  if (panels == nullptr || panel_width != nr || col0 % nr != 0 || (block < n && block % nr != 0))
+  if (panels == nullptr || panel_width != nr || col0 % nr != 0)
     return gemm_nn_split<T>(m, n, k, alpha, a, lda, b, ldb, c, ldc, block, block_stride, bias,
                             accumulate);
-  detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate, block, block_stride,
-                      panels, panels_n, col0);
+  detail::gemm<false>(m, n, k, alpha, a, lda, b, ldb, c, ldc, bias, accumulate,
+                      block >= n ? n + 1 : block, block_stride, panels, panels_n, col0);
 }
 
 // This header's entry points, declared for the program's use of the kernels

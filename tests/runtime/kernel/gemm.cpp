@@ -322,8 +322,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(threads_use_their_own_packing_buffers, T, element_
 
 // gemm_nn_split: C's columns in blocks of `block`, each its own (m x block) matrix with row
 // stride ldc, `block_stride` apart (split heads). Every element against the double
-// reference; everything between and after the blocks keeps its sentinel. Block widths below,
-// at and above the register tile, multiples of it and not, one block and many.
+// reference and, to the bit, against gemm_nn into one row-major C; everything between and
+// after the blocks keeps its sentinel. Block widths below, at and above the register tile,
+// multiples of it and not, one block and many.
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
   constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
   std::mt19937 rng(7);
@@ -351,6 +352,21 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
             const std::vector<T> before = c;
             argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), k, b.data(), n, c.data(),
                                             ldc, block, stride, bias.data(), accumulate);
+            // The same product into one row-major C: the split one is its relayout, to the bit
+            // (tiles that straddle two blocks or are narrower than a panel get a whole tile's
+            // operations).
+            std::vector<T> whole(m * n);
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < n; ++j)
+                whole[i * n + j] = before[j / block * stride + i * ldc + j % block];
+            argus::kernel::gemm_nn<T>(m, n, k, T(0.5), a.data(), k, b.data(), n, whole.data(), n,
+                                      bias.data(), accumulate);
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < n; ++j)
+                if (!(whole[i * n + j] == at(i, j)) && ++failures <= 5)
+                  BOOST_ERROR("m " << m << " n " << n << " k " << k << " block " << block << ": C("
+                                   << i << "," << j << ") = " << at(i, j) << ", gemm_nn gives "
+                                   << whole[i * n + j]);
             std::vector<bool> inside(c.size(), false);
             for (std::size_t i = 0; i < m; ++i)
               for (std::size_t j = 0; j < n; ++j) {
