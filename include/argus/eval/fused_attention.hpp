@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <type_traits>
 
@@ -275,17 +276,20 @@ struct fused_split_heads_projection {
     T* out = r.mutable_data();
     // One product over all heads' columns per block of rows (x's rows are packed once per
     // column block of the gemm, not once per head), each head's d_k columns landing in its
-    // own (SEQ, D_K) block: kernel::gemm_nn_split. When the row blocks are fewer than the
-    // threads (short sequences, decoding), the heads are shared out too.
+    // own (SEQ, D_K) block: kernel::gemm_nn_split. The threads share out blocks of rows and
+    // groups of heads, whichever copies less of x and W (detail::split_product: heads for
+    // short sequences, rows for long ones).
     if (batch == 0 || seq == 0) return r;
-    const std::size_t per = detail::rows_per_task(seq);
-    const std::size_t row_blocks = (seq + per - 1) / per;
     const std::size_t threads = std::max<std::size_t>(1, num_threads());
-    const std::size_t head_groups =
-        std::min(H, (threads + batch * row_blocks - 1) / (batch * row_blocks));
-    const std::size_t heads_per = (H + head_groups - 1) / head_groups;
-    const std::size_t groups = (H + heads_per - 1) / heads_per;
     const auto panels = detail::packed_panels_of(e.x.w);  // W packed once (packed_weight), or not
+    // Groups of heads whose first column starts a panel, where that loses no thread: they read
+    // packed panels in place (kernel::gemm_nn_split_prepacked).
+    const std::size_t nr = kernel::gemm_panel_width<T>();
+    const detail::product_split split = detail::split_product(
+        seq, H, dk, (threads + batch - 1) / batch, panels.data != nullptr && panels.width == nr,
+        nr / std::gcd(dk == 0 ? nr : dk, nr));
+    const std::size_t per = split.rows_per, row_blocks = split.row_blocks;
+    const std::size_t heads_per = split.units_per, groups = split.groups;
     kernel::parallel_for(batch * row_blocks * groups, [&](std::size_t t, std::size_t) {
       const std::size_t g = t % groups, rb = t / groups % row_blocks, b = t / groups / row_blocks;
       const std::size_t s0 = rb * per, m = std::min(per, seq - s0);

@@ -32,10 +32,52 @@ namespace argus::detail {
 
 /// Rows per task of a row-blocked product over `rows` rows: one block per thread (each
 /// gemm call packs the whole weight, so fewer, taller blocks are cheaper), at least 16 rows.
-inline std::size_t rows_per_task(std::size_t rows) {
-  const std::size_t threads = std::max<std::size_t>(1, num_threads());
+inline std::size_t rows_per_task(std::size_t rows,
+                                 std::size_t threads = std::max<std::size_t>(1, num_threads())) {
   const std::size_t per = (rows + threads - 1) / threads;
   return std::max<std::size_t>(16, (per + 15) / 16 * 16);
+}
+
+/// How a projection's product, C (rows × units · unit_cols) = x · W, is shared out over
+/// `threads`: row_blocks blocks of rows_per rows times `groups` groups of units_per units of
+/// columns (a unit: one head's d_k columns, or one register panel), one task each. Every task
+/// copies its columns of W into panels and its rows of x into slivers, once per k block, so a
+/// split into r row blocks and g groups copies r · cols + g · rows elements per k: with rows
+/// fewer than the columns (short sequences) a row split makes every thread copy all of W, a
+/// column split each thread its share (on 16 threads at 128 rows, 16 copies of W against 1).
+/// (W packed once, `w_packed`, is read in place: only x is copied, and rows are split.) Among
+/// the splits that use the threads as well as any (tasks / ⌈tasks / threads⌉ largest), the
+/// one that copies least; a tie keeps the row split. `align`: units_per is rounded up to a
+/// multiple of it where that loses no thread (heads whose first column starts a panel of
+/// packed weights).
+struct product_split {
+  std::size_t rows_per, row_blocks, units_per, groups;
+  std::size_t tasks() const noexcept { return row_blocks * groups; }
+};
+
+inline product_split split_product(std::size_t rows, std::size_t units, std::size_t unit_cols,
+                                   std::size_t threads, bool w_packed, std::size_t align = 1) {
+  threads = std::max<std::size_t>(1, threads);
+  product_split best{rows_per_task(rows, 1), 1, units, 1};
+  double best_speed = 0, best_copies = 0;
+  for (std::size_t g = 1; g <= std::min(threads, units); ++g) {
+    std::size_t per_g = (units + g - 1) / g;
+    const std::size_t aligned = (per_g + align - 1) / align * align;
+    if ((units + aligned - 1) / aligned == (units + per_g - 1) / per_g) per_g = aligned;
+    const std::size_t groups = (units + per_g - 1) / per_g;
+    const std::size_t rows_per = rows_per_task(rows, (threads + groups - 1) / groups);
+    const std::size_t row_blocks = (rows + rows_per - 1) / rows_per;
+    const std::size_t tasks = row_blocks * groups;
+    const std::size_t rounds = (tasks + threads - 1) / threads;  // tasks per thread, at most
+    const double speed = double(tasks) / double(rounds);
+    const double copies =
+        (w_packed ? 0.0 : double(row_blocks) * double(units * unit_cols)) + double(groups * rows);
+    if (speed > best_speed || (speed == best_speed && copies < best_copies)) {
+      best = {rows_per, row_blocks, per_g, groups};
+      best_speed = speed, best_copies = copies;
+    }
+  }
+  return best;
 }
 
 /// A row-major, unit-stride copy of v if v is not already one (kernels need unit stride).
@@ -83,9 +125,9 @@ packed_panels<typename W::value_type> packed_panels_of(const W& w) noexcept {
 
 /// For explain(): how a projection's product reads operand W, when W is a packed_weight ("" when
 /// it is not). The condition is kernel::gemm_nn_split_prepacked's: panels of this instruction
-/// set's width. (A thread whose share of the heads starts inside a panel, which the fused
-/// split-heads product gives a thread only on sequences shorter than the threads' row blocks,
-/// packs its own columns.)
+/// set's width. (A thread whose group of heads starts inside a panel packs its own columns:
+/// split_product gives packed weights groups of heads only where the rows run out, and groups
+/// that start on a panel where that loses no thread.)
 template <class W>
 std::string packed_weight_words(const W& w) {
   using T = typename W::value_type;
@@ -133,14 +175,21 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
     // (B*S, Din)·(Din, Dout): one product over all rows, split into row blocks.
     const std::size_t rows = x.view.extent(0) * x.view.extent(1);
     const std::size_t din = x.view.extent(2), dout = r.view.extent(2);
-    const std::size_t block = rows_per_task(rows);
-    const std::size_t tasks = (rows + block - 1) / block;
     const auto panels = packed_panels_of(e.w);  // W packed once (packed_weight), or not
-    kernel::parallel_for(tasks, [&](std::size_t t, std::size_t) {
-      const std::size_t r0 = t * block, m = std::min(block, rows - r0);
-      kernel::gemm_nn_split_prepacked<T>(m, dout, din, T(1), xp + r0 * din, din, wp, dout,
-                                         panels.data, panels.width, dout, 0, out + r0 * dout, dout,
-                                         dout, 0, bias, false);
+    // Units of one register panel: a group's columns start where a panel does.
+    const std::size_t nr = kernel::gemm_panel_width<T>();
+    const product_split split =
+        split_product(rows, (dout + nr - 1) / nr, nr, std::max<std::size_t>(1, num_threads()),
+                      panels.data != nullptr && panels.width == nr);
+    kernel::parallel_for(split.tasks(), [&](std::size_t t, std::size_t) {
+      const std::size_t g = t % split.groups, rb = t / split.groups;
+      const std::size_t r0 = rb * split.rows_per, m = std::min(split.rows_per, rows - r0);
+      const std::size_t c0 = g * split.units_per * nr;
+      if (c0 >= dout) return;
+      const std::size_t n = std::min(split.units_per * nr, dout - c0);
+      kernel::gemm_nn_split_prepacked<T>(m, n, din, T(1), xp + r0 * din, din, wp + c0, dout,
+                                         panels.data, panels.width, dout, c0, out + r0 * dout + c0,
+                                         dout, n, 0, bias ? bias + c0 : nullptr, false);
     });
   } else {
     // Per head h: x (or x's head h) (S, Din) · W[h] (Din, DK) -> out[b][h] (S, DK).

@@ -275,3 +275,75 @@ BOOST_AUTO_TEST_CASE(shares_bytes_is_exact_at_the_edges) {
   BOOST_TEST(detail::shares_bytes(a + 5, sizeof(float), every_other));
   BOOST_TEST(!detail::shares_bytes(a + 12, sizeof(float), every_other));
 }
+
+// How a projection's product is shared out (detail::split_product): every (row, unit) in
+// exactly one task, the threads used as well as a row split alone uses them, and on short
+// sequences whole groups of columns, so that each thread copies only its share of W.
+BOOST_AUTO_TEST_CASE(projection_splits_cover_the_product_once) {
+  std::size_t checked = 0;
+  for (std::size_t rows : {1u, 7u, 16u, 17u, 100u, 128u, 1024u, 5000u})
+    for (std::size_t units : {1u, 2u, 3u, 8u, 16u, 25u})
+      for (std::size_t threads : {1u, 2u, 3u, 4u, 7u, 16u, 64u})
+        for (const bool w_packed : {false, true})
+          for (std::size_t align : {1u, 2u, 4u}) {
+            const auto s = detail::split_product(rows, units, 32, threads, w_packed, align);
+            BOOST_TEST_CONTEXT("rows " << rows << " units " << units << " threads " << threads
+                                       << " packed " << w_packed << " align " << align) {
+              BOOST_TEST(s.rows_per >= 1u);
+              BOOST_TEST(s.units_per >= 1u);
+              BOOST_TEST(s.row_blocks == (rows + s.rows_per - 1) / s.rows_per);
+              BOOST_TEST(s.groups == (units + s.units_per - 1) / s.units_per);
+              // Every task non-empty: the last row block and the last group hold something.
+              BOOST_TEST((s.row_blocks - 1) * s.rows_per < rows);
+              BOOST_TEST((s.groups - 1) * s.units_per < units);
+              // No fewer tasks than a row split alone gives, up to the threads.
+              const std::size_t row_only = (rows + detail::rows_per_task(rows, threads) - 1) /
+                                           detail::rows_per_task(rows, threads);
+              BOOST_TEST(std::min(s.tasks(), threads) >= std::min(row_only, threads));
+              if (threads == 1) BOOST_TEST(s.tasks() == 1u);
+            }
+            ++checked;
+          }
+  BOOST_TEST(checked > 1000u);
+  // Short sequence, 2 threads, W copied per call: the heads are split (each thread copies
+  // half of W); long sequence: the rows are; W packed once: the rows.
+  BOOST_TEST(detail::split_product(128, 8, 64, 2, false).groups == 2u);
+  BOOST_TEST(detail::split_product(1024, 8, 64, 2, false).groups == 1u);
+  BOOST_TEST(detail::split_product(1024, 8, 64, 2, false).row_blocks == 2u);
+  BOOST_TEST(detail::split_product(128, 8, 64, 2, true).groups == 1u);
+  BOOST_TEST(detail::split_product(128, 8, 64, 16, false).groups == 8u);
+  // d_k 80 on 32-column panels (align 2): groups of an even number of heads.
+  BOOST_TEST(detail::split_product(16, 8, 80, 2, true, 2).units_per % 2 == 0u);
+}
+
+// Whatever the threads and however the product is split (rows or heads), a projection, plain
+// or into split heads, gives the same bits: every element is the same products in the same
+// order (kernel::gemm_nn_split).
+BOOST_AUTO_TEST_CASE(projections_are_the_same_bits_on_any_number_of_threads) {
+  multi_head_attention<160, 2> mha;  // d_k 80: tiles straddle heads on AVX-512
+  randomize(mha.w_q, 0.1), randomize(mha.b_q, 0.1);
+  for (std::size_t n : {1u, 5u, 16u, 40u, 130u}) {
+    tensor<float, shape<batch<>, seq<>, model<160>>> x(2, n);
+    randomize(x);
+    const tensor<float, shape<batch<>, seq<>, model<160>>>& cx = x;
+    const auto plain = project(cx, mha.w_q, mha.b_q);
+    const auto heads = split_heads<2>(project(cx, mha.w_q, mha.b_q));
+    set_num_threads(1);
+    const auto plain_one = evaluate(plain, unfused);
+    const auto heads_one = evaluate(heads, fused);
+    const auto served = prepack(mha);
+    for (std::size_t threads : {2u, 3u, 5u, 8u}) {
+      set_num_threads(threads);
+      BOOST_TEST_CONTEXT("n " << n << ", threads " << threads) {
+        BOOST_TEST(max_rel_diff(evaluate(plain, unfused), plain_one) == 0.0);
+        BOOST_TEST(max_rel_diff(evaluate(plain, fused), plain_one) == 0.0);
+        BOOST_TEST(max_rel_diff(evaluate(heads, fused), heads_one) == 0.0);
+        BOOST_TEST(
+            max_rel_diff(evaluate(split_heads<2>(project(cx, served.w_q, served.b_q)), fused),
+                         heads_one) == 0.0);
+        BOOST_TEST(max_rel_diff(evaluate(heads, unfused), heads_one) <= 1e-6);
+      }
+    }
+  }
+  set_num_threads(0);
+}
