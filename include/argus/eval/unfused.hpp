@@ -123,6 +123,22 @@ packed_panels<typename W::value_type> packed_panels_of(const W& w) noexcept {
     return {};
 }
 
+/// f(r0, m, c0, n) for each task of split_product over a (rows × cols) product, on the
+/// threads: rows [r0, r0 + m) and columns [c0, c0 + n), the column groups whole panels of the
+/// running kernels (kernel::gemm_panel_width) but the last. w_packed: B is read from panels
+/// packed once (only A is copied per task).
+template <class T, class F>
+void parallel_product(std::size_t rows, std::size_t cols, bool w_packed, F&& f) {
+  const std::size_t nr = kernel::gemm_panel_width<T>();
+  const product_split split = split_product(rows, (cols + nr - 1) / nr, nr,
+                                            std::max<std::size_t>(1, num_threads()), w_packed);
+  kernel::parallel_for(split.tasks(), [&](std::size_t t, std::size_t) {
+    const std::size_t g = t % split.groups, rb = t / split.groups;
+    const std::size_t r0 = rb * split.rows_per, c0 = g * split.units_per * nr;
+    f(r0, std::min(split.rows_per, rows - r0), c0, std::min(split.units_per * nr, cols - c0));
+  });
+}
+
 /// For explain(): how a projection's product reads operand W, when W is a packed_weight ("" when
 /// it is not). The condition is kernel::gemm_nn_split_prepacked's: panels of this instruction
 /// set's width. (A thread whose group of heads starts inside a panel packs its own columns:
@@ -176,21 +192,13 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
     const std::size_t rows = x.view.extent(0) * x.view.extent(1);
     const std::size_t din = x.view.extent(2), dout = r.view.extent(2);
     const auto panels = packed_panels_of(e.w);  // W packed once (packed_weight), or not
-    // Units of one register panel: a group's columns start where a panel does.
-    const std::size_t nr = kernel::gemm_panel_width<T>();
-    const product_split split =
-        split_product(rows, (dout + nr - 1) / nr, nr, std::max<std::size_t>(1, num_threads()),
-                      panels.data != nullptr && panels.width == nr);
-    kernel::parallel_for(split.tasks(), [&](std::size_t t, std::size_t) {
-      const std::size_t g = t % split.groups, rb = t / split.groups;
-      const std::size_t r0 = rb * split.rows_per, m = std::min(split.rows_per, rows - r0);
-      const std::size_t c0 = g * split.units_per * nr;
-      if (c0 >= dout) return;
-      const std::size_t n = std::min(split.units_per * nr, dout - c0);
-      kernel::gemm_nn_split_prepacked<T>(m, n, din, T(1), xp + r0 * din, din, wp + c0, dout,
-                                         panels.data, panels.width, dout, c0, out + r0 * dout + c0,
-                                         dout, n, 0, bias ? bias + c0 : nullptr, false);
-    });
+    const bool packed = panels.data != nullptr && panels.width == kernel::gemm_panel_width<T>();
+    parallel_product<T>(
+        rows, dout, packed, [&](std::size_t r0, std::size_t m, std::size_t c0, std::size_t n) {
+          kernel::gemm_nn_split_prepacked<T>(
+              m, n, din, T(1), xp + r0 * din, din, wp + c0, dout, panels.data, panels.width, dout,
+              c0, out + r0 * dout + c0, dout, n, 0, bias ? bias + c0 : nullptr, false);
+        });
   } else {
     // Per head h: x (or x's head h) (S, Din) · W[h] (Din, DK) -> out[b][h] (S, DK).
     const std::size_t batch = r.view.extent(0), heads = r.view.extent(1);

@@ -146,26 +146,26 @@ class training_tape {
 
 namespace detail {
 
-/// C (rows × n) = A (rows × k) · B (k × n) [+ bias], row blocks over the threads.
+/// C (rows × n) = A (rows × k) · B (k × n) [+ bias], over the threads by blocks of rows or
+/// groups of columns, whichever copies less (detail::parallel_product).
 template <class T>
 void rows_times(std::size_t rows, std::size_t n, std::size_t k, const T* a, const T* b, T* c,
                 const T* bias = nullptr) {
-  const std::size_t block = rows_per_task(rows);
-  kernel::parallel_for((rows + block - 1) / block, [&](std::size_t t, std::size_t) {
-    const std::size_t r0 = t * block, m = std::min(block, rows - r0);
-    kernel::gemm_nn<T>(m, n, k, T(1), a + r0 * k, k, b, n, c + r0 * n, n, bias);
-  });
+  parallel_product<T>(rows, n, false,
+                      [&](std::size_t r0, std::size_t m, std::size_t c0, std::size_t nc) {
+                        kernel::gemm_nn<T>(m, nc, k, T(1), a + r0 * k, k, b + c0, n,
+                                           c + r0 * n + c0, n, bias ? bias + c0 : nullptr);
+                      });
 }
 
-/// C (rows × n) = A (rows × k) · Bᵀ, B (n × k), row blocks over the threads.
+/// C (rows × n) = A (rows × k) · Bᵀ, B (n × k), as rows_times.
 template <class T>
 void rows_times_transposed(std::size_t rows, std::size_t n, std::size_t k, const T* a, const T* b,
                            T* c) {
-  const std::size_t block = rows_per_task(rows);
-  kernel::parallel_for((rows + block - 1) / block, [&](std::size_t t, std::size_t) {
-    const std::size_t r0 = t * block, m = std::min(block, rows - r0);
-    kernel::gemm_nt<T>(m, n, k, T(1), a + r0 * k, k, b, k, c + r0 * n, n);
-  });
+  parallel_product<T>(
+      rows, n, false, [&](std::size_t r0, std::size_t m, std::size_t c0, std::size_t nc) {
+        kernel::gemm_nt<T>(m, nc, k, T(1), a + r0 * k, k, b + c0 * k, k, c + r0 * n + c0, n);
+      });
 }
 
 /// The gradient of x·W + b: dW (k × n) = xᵀ dY and db (n) = Σ_rows dY, x (rows × k),
