@@ -30,8 +30,9 @@
 
 namespace argus::detail {
 
-/// Rows per task of a row-blocked product over `rows` rows: one block per thread (each
-/// gemm call packs the whole weight, so fewer, taller blocks are cheaper), at least 16 rows.
+/// Rows per task of a row-blocked product over `rows` rows on `threads` threads: one block per
+/// thread (each gemm call packs all the columns of the weight it is given, so fewer, taller
+/// blocks are cheaper), at least 16 rows.
 inline std::size_t rows_per_task(std::size_t rows,
                                  std::size_t threads = std::max<std::size_t>(1, num_threads())) {
   const std::size_t per = (rows + threads - 1) / threads;
@@ -58,6 +59,7 @@ struct product_split {
 inline product_split split_product(std::size_t rows, std::size_t units, std::size_t unit_cols,
                                    std::size_t threads, bool w_packed, std::size_t align = 1) {
   threads = std::max<std::size_t>(1, threads);
+  if (rows == 0 || units == 0) return {16, 0, 1, 0};  // no task
   product_split best{rows_per_task(rows, 1), 1, units, 1};
   double best_speed = 0, best_copies = 0;
   for (std::size_t g = 1; g <= std::min(threads, units); ++g) {
@@ -188,7 +190,7 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
   const T* xp = x.view.data();
   const T* wp = w.view.data();
   if constexpr (!node::per_head) {
-    // (B*S, Din)·(Din, Dout): one product over all rows, split into row blocks.
+    // (B*S, Din)·(Din, Dout): one product, shared out by blocks of rows or groups of panels.
     const std::size_t rows = x.view.extent(0) * x.view.extent(1);
     const std::size_t din = x.view.extent(2), dout = r.view.extent(2);
     const auto panels = packed_panels_of(e.w);  // W packed once (packed_weight), or not

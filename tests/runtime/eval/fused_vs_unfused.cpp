@@ -305,6 +305,8 @@ BOOST_AUTO_TEST_CASE(projection_splits_cover_the_product_once) {
             ++checked;
           }
   BOOST_TEST(checked > 1000u);
+  BOOST_TEST(detail::split_product(0, 8, 64, 2, false).tasks() == 0u);  // nothing to share
+  BOOST_TEST(detail::split_product(5, 0, 64, 2, false).tasks() == 0u);
   // Short sequence, 2 threads, W copied per call: the heads are split (each thread copies
   // half of W); long sequence: the rows are; W packed once: the rows.
   BOOST_TEST(detail::split_product(128, 8, 64, 2, false).groups == 2u);
