@@ -285,9 +285,9 @@ struct fused_split_heads_projection {
     // Groups of heads whose first column starts a panel, where that loses no thread: they read
     // packed panels in place (kernel::gemm_nn_split_prepacked).
     const std::size_t nr = kernel::gemm_panel_width<T>();
-    const detail::product_split split = detail::split_product(
-        seq, H, dk, (threads + batch - 1) / batch, panels.data != nullptr && panels.width == nr,
-        nr / std::gcd(dk == 0 ? nr : dk, nr));
+    const detail::product_split split =
+        detail::split_product(seq, H, dk, threads, panels.data != nullptr && panels.width == nr,
+                              nr / std::gcd(dk == 0 ? nr : dk, nr), batch);
     const std::size_t per = split.rows_per, row_blocks = split.row_blocks;
     const std::size_t heads_per = split.units_per, groups = split.groups;
     kernel::parallel_for(batch * row_blocks * groups, [&](std::size_t t, std::size_t) {

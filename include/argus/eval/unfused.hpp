@@ -50,16 +50,18 @@ inline std::size_t rows_per_task(std::size_t rows,
 /// the splits that use the threads as well as any (tasks / ⌈tasks / threads⌉ largest), the
 /// one that copies least; a tie keeps the row split. `align`: units_per is rounded up to a
 /// multiple of it where that loses no thread (heads whose first column starts a panel of
-/// packed weights).
+/// packed weights). `batch` independent products of this shape are shared out together
+/// (batch · row_blocks · groups tasks): 3 of them on 2 threads split their rows in two.
 struct product_split {
   std::size_t rows_per, row_blocks, units_per, groups;
   std::size_t tasks() const noexcept { return row_blocks * groups; }
 };
 
 inline product_split split_product(std::size_t rows, std::size_t units, std::size_t unit_cols,
-                                   std::size_t threads, bool w_packed, std::size_t align = 1) {
+                                   std::size_t threads, bool w_packed, std::size_t align = 1,
+                                   std::size_t batch = 1) {
   threads = std::max<std::size_t>(1, threads);
-  if (rows == 0 || units == 0) return {16, 0, 1, 0};  // no task
+  if (rows == 0 || units == 0 || batch == 0) return {16, 0, 1, 0};  // no task
   product_split best{rows_per_task(rows, 1), 1, units, 1};
   double best_speed = 0, best_copies = 0;
   for (std::size_t g = 1; g <= std::min(threads, units); ++g) {
@@ -67,16 +69,20 @@ inline product_split split_product(std::size_t rows, std::size_t units, std::siz
     const std::size_t aligned = (per_g + align - 1) / align * align;
     if ((units + aligned - 1) / aligned == (units + per_g - 1) / per_g) per_g = aligned;
     const std::size_t groups = (units + per_g - 1) / per_g;
-    const std::size_t rows_per = rows_per_task(rows, (threads + groups - 1) / groups);
-    const std::size_t row_blocks = (rows + rows_per - 1) / rows_per;
-    const std::size_t tasks = row_blocks * groups;
-    const std::size_t rounds = (tasks + threads - 1) / threads;  // tasks per thread, at most
-    const double speed = double(tasks) / double(rounds);
-    const double copies =
-        (w_packed ? 0.0 : double(row_blocks) * double(units * unit_cols)) + double(groups * rows);
-    if (speed > best_speed || (speed == best_speed && copies < best_copies)) {
-      best = {rows_per, row_blocks, per_g, groups};
-      best_speed = speed, best_copies = copies;
+    // Row blocks per product: enough for the threads with the batch, or without it.
+    for (const std::size_t want :
+         {(threads + groups * batch - 1) / (groups * batch), (threads + groups - 1) / groups}) {
+      const std::size_t rows_per = rows_per_task(rows, want);
+      const std::size_t row_blocks = (rows + rows_per - 1) / rows_per;
+      const std::size_t tasks = batch * row_blocks * groups;
+      const std::size_t rounds = (tasks + threads - 1) / threads;  // tasks per thread, at most
+      const double speed = double(tasks) / double(rounds);
+      const double copies =
+          (w_packed ? 0.0 : double(row_blocks) * double(units * unit_cols)) + double(groups * rows);
+      if (speed > best_speed || (speed == best_speed && copies < best_copies)) {
+        best = {rows_per, row_blocks, per_g, groups};
+        best_speed = speed, best_copies = copies;
+      }
     }
   }
   return best;

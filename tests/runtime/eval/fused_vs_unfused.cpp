@@ -305,6 +305,10 @@ BOOST_AUTO_TEST_CASE(projection_splits_cover_the_product_once) {
             ++checked;
           }
   BOOST_TEST(checked > 1000u);
+  // Three sequences of 1024 rows on 2 threads: two row blocks each (6 tasks, 3 per thread),
+  // not one (3 tasks, 2 on one thread).
+  BOOST_TEST(detail::split_product(1024, 8, 64, 2, false, 1, 3).row_blocks == 2u);
+  BOOST_TEST(detail::split_product(1024, 8, 64, 2, false, 1, 4).tasks() == 1u);
   BOOST_TEST(detail::split_product(0, 8, 64, 2, false).tasks() == 0u);  // nothing to share
   BOOST_TEST(detail::split_product(5, 0, 64, 2, false).tasks() == 0u);
   // Short sequence, 2 threads, W copied per call: the heads are split (each thread copies
