@@ -4,10 +4,13 @@
 # driver (main.cpp) calls the two alternately, reporting the median ratio of their times.
 #
 #   bench/ab/ab.sh [options] REV_A REV_B [attention N ROUNDS CAUSAL THREADS | gemm M ROUNDS |
-#                                          split M ROUNDS D_MODEL D_K]
+#                                          split M ROUNDS D_MODEL D_K] [--peak]
 #
 # REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
 # the working tree's include/ as it is now. The workload defaults to `attention 1024 40 0 1`.
+# --peak after the workload: every round also measures the FMA peak of its thread count, and
+# each side's median share of the peak of its own round is reported (WORKTREE WORKTREE with
+# --peak: one revision's % of peak, measured so that the host's drift moves it least).
 # Options:
 #   --march=ISA   the -march the two sides and the driver are compiled for (default native;
 #                 x86-64-v3 for the AVX2 kernels, x86-64 for the portable ones)
@@ -31,7 +34,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2

@@ -9,10 +9,17 @@
 // quartiles. An A/A run (the same revision twice) shows the method's own bias: within
 // ±0.5 % on the Zen 4 machine of docs/performance.md.
 //
+// With --peak as the last argument, every round also measures the FMA peak of the same
+// thread count (argus/bench/peak.hpp, about 0.2 s) just before its A and B calls, and the
+// report adds each side's median share of the peak measured in its own round: a share of
+// the peak that the host's drift moves far less than a peak measured once per program and
+// set against times taken minutes later.
+//
 //   main attention <n> <rounds> <causal 0|1> <threads>   flash_attention, h 8, d 64, float
 //   main gemm <m> <rounds>                                gemm_nn (m × 512) · (512 × 512)
 //   main split <m> <rounds> <d_model> <d_k>               gemm_nn_split (m × d_model) ·
 //                                                         (d_model × d_model) into heads of d_k
+#include "argus/bench/peak.hpp"
 #include "argus/kernel/parallel.hpp"
 
 #include <algorithm>
@@ -49,13 +56,16 @@ int usage() {
   std::fprintf(stderr,
                "usage: main attention <n> <rounds> <causal 0|1> <threads>\n"
                "       main gemm <m> <rounds>\n"
-               "       main split <m> <rounds> <d_model> <d_k>\n");
+               "       main split <m> <rounds> <d_model> <d_k>\n"
+               "       (any of them may end with --peak)\n");
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool with_peak = argc > 1 && std::strcmp(argv[argc - 1], "--peak") == 0;
+  if (with_peak) --argc;
   if (argc < 4) return usage();
   const bool split = std::strcmp(argv[1], "split") == 0;
   const bool gemm = split || std::strcmp(argv[1], "gemm") == 0;
@@ -119,8 +129,13 @@ int main(int argc, char** argv) {
   const double probe = time_once(run_a, out_a.data(), 1);
   const int reps = std::max(1, int(std::ceil(10.0 / std::max(probe, 1e-3))));
 
-  std::vector<double> ta, tb, ratio;
+  std::vector<double> ta, tb, ratio, share_a, share_b, peaks;
+  argus::bench::fma_peak peak{};
   for (int r = 0; r < rounds; ++r) {
+    if (with_peak) {
+      peak = argus::bench::measure_peak(threads);
+      peaks.push_back(peak.gflops);
+    }
     double a, b;
     if (r % 2 == 0) {
       a = time_once(run_a, out_a.data(), reps);
@@ -130,6 +145,10 @@ int main(int argc, char** argv) {
       a = time_once(run_a, out_a.data(), reps);
     }
     ta.push_back(a), tb.push_back(b), ratio.push_back(a / b);
+    if (with_peak) {
+      share_a.push_back(100.0 * flops / a / 1e6 / peaks.back());
+      share_b.push_back(100.0 * flops / b / 1e6 / peaks.back());
+    }
   }
   if (split)
     std::printf("gemm_nn_split (m x %zu) . (%zu x %zu) into heads of %zu", width, width, width,
@@ -145,5 +164,19 @@ int main(int argc, char** argv) {
               *std::min_element(tb.begin(), tb.end()), flops / quantile(tb, 0.5) / 1e6);
   std::printf("  A / B time: median %.4f [quartiles %.4f, %.4f] (above 1: B is faster)\n",
               quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75));
+  if (with_peak) {
+    std::printf(
+        "  FMA peak (%s, %zu float lanes, %d thread(s)), measured every round: median "
+        "%.1f GFLOP/s (min %.1f, max %.1f)\n",
+        argus::kernel::isa_name(peak.instruction_set), peak.float_lanes, threads,
+        quantile(peaks, 0.5), *std::min_element(peaks.begin(), peaks.end()),
+        *std::max_element(peaks.begin(), peaks.end()));
+    std::printf("  A: %% of its round's peak: median %.1f [quartiles %.1f, %.1f], best %.1f\n",
+                quantile(share_a, 0.5), quantile(share_a, 0.25), quantile(share_a, 0.75),
+                *std::max_element(share_a.begin(), share_a.end()));
+    std::printf("  B: %% of its round's peak: median %.1f [quartiles %.1f, %.1f], best %.1f\n",
+                quantile(share_b, 0.5), quantile(share_b, 0.25), quantile(share_b, 0.75),
+                *std::max_element(share_b.begin(), share_b.end()));
+  }
   std::printf("  max |A - B| over the output: %.3g\n", max_diff);
 }
