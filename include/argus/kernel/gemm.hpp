@@ -177,24 +177,6 @@ inline void gemm_empty_k(std::size_t m, std::size_t n, T* c, std::size_t ldc, co
     }
 }
 
-/// A tile narrower than nr: computed whole into a local tile, then the valid columns are
-/// combined with bias and C.
-template <class T>
-void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::size_t cols,
-                      std::size_t kc, const T* a, const T* b, T* c, std::size_t ldc, T alpha,
-                      const T* bias, bool load_c) noexcept {
-  using tile = gemm_tile<T>;
-  alignas(buffer_alignment) T out[tile::mr * tile::nr];
-  kernel(kc, a, b, out, tile::nr, alpha, nullptr, false);
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t j = 0; j < cols; ++j) {
-      T v = out[i * tile::nr + j];
-      if (bias) v += bias[j];
-      if (load_c) v += c[i * ldc + j];
-      c[i * ldc + j] = v;
-    }
-}
-
 /// A tile of C whose cols <= nr columns, starting at column `col` of the product, are not
 /// nr contiguous elements of each row: narrower than a panel (the product's last columns),
 /// or straddling two of gemm_nn_split's column blocks (d_k not a multiple of nr). Element
@@ -241,6 +223,15 @@ void gemm_gathered_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::
     for (std::size_t i = 0; i < rows; ++i)
       std::memcpy(dst + i * ldc, out + i * tile::nr + j, len * sizeof(T));
   });
+}
+
+/// A tile of cols < nr contiguous columns of C (row stride ldc) at c: the one-block case of
+/// gemm_gathered_tile, with the operations of a whole tile.
+template <class T>
+void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::size_t cols,
+                      std::size_t kc, const T* a, const T* b, T* c, std::size_t ldc, T alpha,
+                      const T* bias, bool load_c) noexcept {
+  gemm_gathered_tile<T>(kernel, rows, cols, kc, a, b, c, ldc, 0, cols, 0, alpha, bias, load_c);
 }
 
 /// Columns of a matrix n wide once packed: n rounded up to whole panels.

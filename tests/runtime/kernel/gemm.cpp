@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -442,5 +443,53 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
               }
       }
   BOOST_TEST(checked > 500u);
+  BOOST_TEST(failures == 0u);
+}
+
+// gemm_packed_b over the first n of n' packed columns: a last panel narrower than nr is
+// computed whole and its valid columns kept (detail::gemm_narrow_tile), so every column gets
+// the operations it gets in the product over all n' columns, to the bit, with C accumulated
+// into (accumulate, and k over kc, whose second block adds to the first); and the columns
+// past n, and the padding of every row, are not written.
+BOOST_AUTO_TEST_CASE_TEMPLATE(packed_b_narrow_panel_is_the_wide_product_to_the_bit, T,
+                              element_types) {
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t nr = d::gemm_tile<T>::nr;
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::size_t failures = 0, checked = 0;
+  for (const std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{33}})
+    for (const std::size_t wide : {nr, 3 * nr})
+      for (const std::size_t k : {std::size_t{5}, std::size_t{300}})
+        for (const bool accumulate : {false, true}) {
+          std::vector<T> a(m * k), b(k * wide);
+          for (auto& x : a) x = T(dist(rng));
+          for (auto& x : b) x = T(dist(rng));
+          std::vector<T> panels(d::packed_b_elements<T>(k, wide));
+          d::pack_b_panels<false, T>(k, wide, b.data(), wide, panels.data());
+          const std::size_t ldc = wide + 2;
+          std::vector<T> c0(m * ldc);
+          for (auto& x : c0) x = accumulate ? T(dist(rng)) : T(sentinel);
+          std::vector<T> want = c0;
+          d::gemm_packed_b<T>(m, wide, k, T(0.75), a.data(), k, panels.data(), k, want.data(), ldc,
+                              accumulate);
+          for (std::size_t n = wide - nr + 1; n < wide; ++n) {
+            std::vector<T> got = c0;
+            d::gemm_packed_b<T>(m, n, k, T(0.75), a.data(), k, panels.data(), k, got.data(), ldc,
+                                accumulate);
+            bool same = true;
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < ldc; ++j) {
+                const T expected = j < n ? want[i * ldc + j] : c0[i * ldc + j];
+                same = same && std::memcmp(&got[i * ldc + j], &expected, sizeof(T)) == 0;
+              }
+            ++checked;
+            if (!same && ++failures <= 5)
+              BOOST_ERROR("m " << m << " n " << n << " of " << wide << " k " << k << " accumulate "
+                               << accumulate << ": differs from the " << wide
+                               << "-column product, or wrote past column n");
+          }
+        }
+  BOOST_TEST(checked > 100u);
   BOOST_TEST(failures == 0u);
 }
