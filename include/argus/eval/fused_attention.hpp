@@ -268,7 +268,8 @@ struct fused_split_heads_projection {
     detail::projection_operands<X, W, B, Ev> in(e.x, ev);
     const auto& x = in.x;
     const T* bias = in.bias;
-    auto r = detail::allocate<T>(e.shape());  // (B,H,SEQ,D_K)
+    // (B,H,SEQ,D_K); as the root of evaluate(e, fused, out), out itself (allocate_result)
+    auto r = detail::allocate_result<T>(e, ev, x.view, in.w.view, in.b.view);
     const std::size_t batch = r.view.extent(0), seq = r.view.extent(2), dk = r.view.extent(3);
     const std::size_t din = x.view.extent(2);
     const T* xp = x.view.data();
@@ -311,7 +312,7 @@ struct fused_split_heads_projection {
             (projection<X, W, B>::has_bias ? " + b" : "") +
             "): the product written straight into (B,H,SEQ,D_K) (kernel::gemm_nn_split), no copy" +
             detail::packed_weight_words(e.x.w),
-        detail::extents_string(e.shape()), detail::result_bytes(e));
+        detail::extents_string(e.shape()), detail::result_bytes(e), true);
     p(e.x.x, depth + 1);
     p(e.x.w, depth + 1);
     if constexpr (projection<X, W, B>::has_bias) p(e.x.b, depth + 1);

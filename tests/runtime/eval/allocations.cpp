@@ -197,4 +197,17 @@ BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
   check(masked, unfused, "unfused, causal");
   check(plain, fused, "fused, no mask");
   check(masked, fused, "fused, causal");
+  // A projection into split heads writes its product straight into out (fused: planned 0).
+  using activation = tensor<float, shape<batch<>, seq<>, model<16>>>;
+  activation x(2, 40);
+  tensor<float, shape<model<16>, model<16>>> w;
+  tensor<float, shape<model<16>>> b;
+  randomize(x), randomize(w), randomize(b);
+  const activation& cx = x;
+  const auto& cw = w;
+  const auto& cb = b;
+  const auto projected = split_heads<2>(project(cx, cw, cb));
+  BOOST_TEST(explain(projected, fused).materialised_bytes_into_out() == 0u);
+  check(projected, fused, "fused split_heads(x·W + b)");
+  check(projected, unfused, "unfused split_heads(x·W + b)");
 }

@@ -323,8 +323,8 @@ BOOST_AUTO_TEST_CASE(projection_splits_cover_the_product_once) {
 }
 
 // Whatever the threads and however the product is split (rows or heads), a projection, plain
-// or into split heads, gives the same bits: every element is the same products in the same
-// order (kernel::gemm_nn_split).
+// or into split heads (returned, or written straight into the caller's tensor), gives the same
+// bits: every element is the same products in the same order (kernel::gemm_nn_split).
 BOOST_AUTO_TEST_CASE(projections_are_the_same_bits_on_any_number_of_threads) {
   multi_head_attention<160, 2> mha;  // d_k 80: tiles straddle heads on AVX-512
   randomize(mha.w_q, 0.1), randomize(mha.b_q, 0.1);
@@ -348,6 +348,12 @@ BOOST_AUTO_TEST_CASE(projections_are_the_same_bits_on_any_number_of_threads) {
             max_rel_diff(evaluate(split_heads<2>(project(cx, served.w_q, served.b_q)), fused),
                          heads_one) == 0.0);
         BOOST_TEST(max_rel_diff(evaluate(heads, unfused), heads_one) <= 1e-6);
+        // Into a caller's tensor the product is written there directly: the same bits.
+        tensor<float, typename decltype(heads)::shape_type> into(heads.shape());
+        evaluate(heads, fused, into);
+        BOOST_TEST(max_rel_diff(into, heads_one) == 0.0);
+        evaluate(split_heads<2>(project(cx, served.w_q, served.b_q)), fused, into);
+        BOOST_TEST(max_rel_diff(into, heads_one) == 0.0);
       }
     }
   }
