@@ -148,13 +148,13 @@ struct planner {
   }
   template <class X>
   void describe_step(const merge_heads_node<X>& e, int depth) const {
-    add(depth, false, "merge_heads (copy)", extents_string(e.shape()), result_bytes(e));
+    add(depth, false, "merge_heads (copy)", extents_string(e.shape()), result_bytes(e), true);
     (*this)(e.x, depth + 1);
   }
   template <class Q, class K>
   void describe_step(const scores_node<Q, K>& e, int depth) const {
     add(depth, false, "scores Q·Kᵀ·scale per head (kernel::gemm_nt)", extents_string(e.shape()),
-        result_bytes(e));
+        result_bytes(e), true);
     (*this)(e.q, depth + 1);
     (*this)(e.k, depth + 1);
   }

@@ -237,7 +237,7 @@ template <class X, class Ev>
 auto unfused_step(const merge_heads_node<X>& e, const Ev& ev) {
   using T = typename X::value_type;
   auto x = ev(e.x);
-  auto r = allocate<T>(e.shape());
+  auto r = allocate_result<T>(e, ev, x.view);  // as the root: evaluate's out itself
   T* out = r.mutable_data();
   const auto& v = x.view;
   const std::size_t batch = v.extent(0), heads = v.extent(1), seq = v.extent(2), d = v.extent(3);
@@ -255,7 +255,7 @@ auto unfused_step(const scores_node<Q, K>& e, const Ev& ev) {
   using T = typename Q::value_type;
   auto q = contiguous(ev(e.q));
   auto k = contiguous(ev(e.k));
-  auto r = allocate<T>(e.shape());
+  auto r = allocate_result<T>(e, ev, q.view, k.view);  // as the root: evaluate's out itself
   const std::size_t batch = q.view.extent(0), heads = q.view.extent(1), sq = q.view.extent(2);
   const std::size_t dk = q.view.extent(3), kvh = k.view.extent(1), skv = k.view.extent(2);
   const std::size_t group = heads / kvh;

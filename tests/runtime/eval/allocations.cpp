@@ -167,11 +167,13 @@ BOOST_AUTO_TEST_CASE(fused_forward_into_a_callers_tensor_allocates_its_four_inte
 }
 
 BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
-  // The unfused core writes its weighted sum into out, with or without a mask chain: the
-  // bytes a call allocates on the calling thread are the plan's
-  // materialised_bytes_into_out(), for both policies, and less than 1 KiB of bookkeeping
-  // (the masked weighted sum's list of non-finite V rows per (b, g)). The output is 5 KiB: a
-  // step that stopped writing into out would fail this.
+  // A root step that allocates its result writes it into out instead: the unfused core's
+  // weighted sum, with or without a mask chain, the fused loop nest, a projection into split
+  // heads, a merge of heads, the scores. The bytes a call allocates on the calling thread are
+  // the plan's materialised_bytes_into_out(), for both policies, and less than 1 KiB of
+  // bookkeeping (the masked weighted sum's list of non-finite V rows per (b, g)). Every
+  // output is at least 5 KiB: a step that stopped writing into out would fail this, and so
+  // would one that explain() says writes into out and does not.
   thread_count_guard guard;
   test_thread = true;
   set_num_threads(1);
@@ -181,17 +183,20 @@ BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
   const heads &cq = q, &ck = k, &cv = v;
   const auto plain = attend(softmax(scores(cq, ck)), cv);
   const auto masked = attend(softmax(mask(scores(cq, ck), causal)), cv);
-  auto check = [&](const auto& e, const auto& policy, const char* what) {
+  auto check_into = [&](const auto& e, const auto& policy, auto& into, const char* what) {
     BOOST_TEST_CONTEXT(what) {
-      evaluate(e, policy, out);  // warm: per-thread scratch
+      evaluate(e, policy, into);  // warm: per-thread scratch
       here_count = here_bytes = 0;
       counting_here = true;
-      evaluate(e, policy, out);
+      evaluate(e, policy, into);
       counting_here = false;
       const std::size_t planned = explain(e, policy).materialised_bytes_into_out();
       BOOST_TEST(here_bytes >= planned);
       BOOST_TEST(here_bytes < planned + 1024);
     }
+  };
+  auto check = [&](const auto& e, const auto& policy, const char* what) {
+    check_into(e, policy, out, what);
   };
   check(plain, unfused, "unfused, no mask");
   check(masked, unfused, "unfused, causal");
@@ -210,4 +215,18 @@ BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
   BOOST_TEST(explain(projected, fused).materialised_bytes_into_out() == 0u);
   check(projected, fused, "fused split_heads(x·W + b)");
   check(projected, unfused, "unfused split_heads(x·W + b)");
+  // The unfused merge of heads copies straight into out, and the scores are written there.
+  const auto merged = merge_heads(plain);
+  auto merged_out = evaluate(merged, fused);  // (B,SEQ,16)
+  const plan merged_plan = explain(merged, unfused);
+  BOOST_TEST(merged_plan.steps.front().into_out);
+  BOOST_TEST(merged_plan.materialised_bytes_into_out() ==
+             merged_plan.materialised_bytes() - merged_out.size() * sizeof(float));
+  check_into(merged, unfused, merged_out, "unfused merge_heads(...)");
+  check_into(merged, fused, merged_out, "fused merge_heads(...)");
+  const auto logits = scores(cq, ck);
+  auto logits_out = evaluate(logits, unfused);  // (B,2,SEQ,SEQ)
+  BOOST_TEST(explain(logits, unfused).materialised_bytes_into_out() == 0u);
+  check_into(logits, unfused, logits_out, "unfused scores(q, k)");
+  check_into(logits, fused, logits_out, "fused scores(q, k)");
 }

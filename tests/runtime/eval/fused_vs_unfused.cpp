@@ -144,6 +144,9 @@ BOOST_AUTO_TEST_CASE(unrecognised_sub_trees_fall_back_to_unfused_steps) {
   // Softmax alone, scores alone: unfused steps under the fused policy.
   law(softmax(scores(q, k)));
   law(scores(q, k));
+  // A merge of heads at the root (unfused: the copy written straight into out).
+  law(merge_heads(attend(softmax(scores(q, k)), v)));
+  law(merge_heads(attend(softmax(mask(scores(q, k), causal, causal)), v)));
 }
 
 BOOST_AUTO_TEST_CASE(large_logits_stay_finite_fused) {
