@@ -40,8 +40,12 @@ struct evaluator {
   }
 };
 
+/// from's elements into to, in row-major order: straight, or through a row-major copy where
+/// from reads bytes of to (a view of the output's own storage).
 template <class T, Shape S>
 void copy_into(const tensor_view<const T, S>& from, tensor<T, S>& to) {
+  if (!shares_bytes(to.data(), from.size() * sizeof(T), from))
+    return write_row_major(from, to.data());
   auto m = contiguous(borrow<T>(from));
   std::copy_n(m.view.data(), m.view.size(), to.data());
 }

@@ -143,7 +143,7 @@ struct planner {
   template <std::size_t H, class X>
   void describe_step(const split_heads_node<H, X>& e, int depth) const {
     add(depth, false, "split_heads<" + std::to_string(H) + "> (copy)", extents_string(e.shape()),
-        result_bytes(e));
+        result_bytes(e), true);
     (*this)(e.x, depth + 1);
   }
   template <class X>

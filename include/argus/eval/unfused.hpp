@@ -88,14 +88,12 @@ inline product_split split_product(std::size_t rows, std::size_t units, std::siz
   return best;
 }
 
-/// A row-major, unit-stride copy of v if v is not already one (kernels need unit stride).
+/// v's elements, in row-major order, written to out (v.size() of them).
 template <class T, Shape S>
-materialized<T, S> contiguous(materialized<T, S>&& m) {
-  if (m.view.layout().is_row_major()) return std::move(m);
-  auto r = allocate<T>(m.view.shape());
-  T* out = r.mutable_data();
-  const auto& v = m.view;
-  if constexpr (S::rank() == 3) {
+void write_row_major(const tensor_view<const T, S>& v, T* out) {
+  if (v.layout().is_row_major()) {
+    std::copy_n(v.data(), v.size(), out);
+  } else if constexpr (S::rank() == 3) {
     for (std::size_t a = 0; a < v.extent(0); ++a)
       for (std::size_t b = 0; b < v.extent(1); ++b)
         for (std::size_t c = 0; c < v.extent(2); ++c) *out++ = v(a, b, c);
@@ -105,10 +103,18 @@ materialized<T, S> contiguous(materialized<T, S>&& m) {
         for (std::size_t c = 0; c < v.extent(2); ++c)
           for (std::size_t d = 0; d < v.extent(3); ++d) *out++ = v(a, b, c, d);
   } else {
-    static_assert(S::rank() <= 2, "argus: contiguous() handles ranks up to 4");
+    static_assert(S::rank() <= 2, "argus: write_row_major() handles ranks up to 4");
     for (std::size_t i = 0; i < v.size(); ++i)
       *out++ = v.data()[i];  // rank 1/2 leaves are row-major
   }
+}
+
+/// A row-major, unit-stride copy of v if v is not already one (kernels need unit stride).
+template <class T, Shape S>
+materialized<T, S> contiguous(materialized<T, S>&& m) {
+  if (m.view.layout().is_row_major()) return std::move(m);
+  auto r = allocate<T>(m.view.shape());
+  write_row_major(m.view, r.mutable_data());
   return r;
 }
 
@@ -226,11 +232,16 @@ auto unfused_step(const projection<X, W, B>& e, const Ev& ev) {
 
 template <std::size_t H, class X, class Ev>
 auto unfused_step(const split_heads_node<H, X>& e, const Ev& ev) {
+  using T = typename X::value_type;
   auto x = ev(e.x);
   // The split view keeps x's storage: when the split layout is already row-major (one
-  // position, or one head) contiguous() returns it as is, and it must not dangle.
+  // position, or one head) it is returned as is, and it must not dangle.
   const auto l = split_layout<H>(x.view.layout());
-  return contiguous(relayout(std::move(x), l));
+  auto split = relayout(std::move(x), l);
+  if (split.view.layout().is_row_major()) return split;
+  auto r = allocate_result<T>(e, ev, split.view);  // as the root: evaluate's out itself
+  write_row_major(split.view, r.mutable_data());
+  return r;
 }
 
 template <class X, class Ev>

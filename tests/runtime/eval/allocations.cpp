@@ -215,6 +215,11 @@ BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
   BOOST_TEST(explain(projected, fused).materialised_bytes_into_out() == 0u);
   check(projected, fused, "fused split_heads(x·W + b)");
   check(projected, unfused, "unfused split_heads(x·W + b)");
+  // Splitting heads copies straight into out (unfused), or is a view copied there (fused).
+  const auto split = split_heads<2>(cx);
+  BOOST_TEST(explain(split, unfused).materialised_bytes_into_out() == 0u);
+  check(split, unfused, "unfused split_heads(x)");
+  check(split, fused, "fused split_heads(x)");
   // The unfused merge of heads copies straight into out, and the scores are written there.
   const auto merged = merge_heads(plain);
   auto merged_out = evaluate(merged, fused);  // (B,SEQ,16)

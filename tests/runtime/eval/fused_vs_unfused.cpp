@@ -144,7 +144,12 @@ BOOST_AUTO_TEST_CASE(unrecognised_sub_trees_fall_back_to_unfused_steps) {
   // Softmax alone, scores alone: unfused steps under the fused policy.
   law(softmax(scores(q, k)));
   law(scores(q, k));
-  // A merge of heads at the root (unfused: the copy written straight into out).
+  // Heads split at the root (unfused: the copy written straight into out; one position: no
+  // copy), and a merge of heads at the root (unfused: the copy written straight into out).
+  tensor<float, shape<batch<>, seq<>, model<16>>> x(2, 7), x1(2, 1);
+  randomize(x), randomize(x1);
+  law(split_heads<2>(x));
+  law(split_heads<2>(x1));
   law(merge_heads(attend(softmax(scores(q, k)), v)));
   law(merge_heads(attend(softmax(mask(scores(q, k), causal, causal)), v)));
 }
@@ -223,6 +228,39 @@ BOOST_AUTO_TEST_CASE(evaluating_into_an_operand_gives_the_fresh_result) {
     const auto fresh_narrow = evaluate(merged_narrow, fused);
     evaluate(merged_narrow, fused, narrow);
     BOOST_TEST(max_rel_diff(narrow, fresh_narrow) == 0.0);
+    // Out's own storage seen as the operand of a split or a merge of heads: the copy is made
+    // through a fresh buffer (a strided copy in place would overwrite elements it has yet
+    // to read), with both policies.
+    using rows16 = shape<batch<>, seq<>, model<16>>;
+    using heads16 = shape<batch<>, head<2>, seq<>, head_dim<8>>;
+    heads split_out(2, 30);
+    randomize(split_out);
+    const heads split_saved = split_out;
+    const tensor_view<const float, rows16> as_rows(split_out.data(), rows16(2, 30));
+    const auto split = split_heads<2>(as_rows);
+    const auto fresh_split = evaluate(split, unfused);
+    for (const bool use_fused : {true, false}) {
+      split_out = split_saved;
+      if (use_fused)
+        evaluate(split, fused, split_out);
+      else
+        evaluate(split, unfused, split_out);
+      BOOST_TEST(max_rel_diff(split_out, fresh_split) == 0.0, "split, fused " << use_fused);
+    }
+    tensor<float, rows16> merge_out(2, 30);
+    randomize(merge_out);
+    const tensor<float, rows16> merge_saved = merge_out;
+    const tensor_view<const float, heads16> as_heads(merge_out.data(), heads16(2, 30));
+    const auto merged_self = merge_heads(as_heads);
+    const auto fresh_merge = evaluate(merged_self, unfused);
+    for (const bool use_fused : {true, false}) {
+      merge_out = merge_saved;
+      if (use_fused)
+        evaluate(merged_self, fused, merge_out);
+      else
+        evaluate(merged_self, unfused, merge_out);
+      BOOST_TEST(max_rel_diff(merge_out, fresh_merge) == 0.0, "merge, fused " << use_fused);
+    }
   }
   set_num_threads(0);
 }
