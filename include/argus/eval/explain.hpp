@@ -142,8 +142,18 @@ struct planner {
   }
   template <std::size_t H, class X>
   void describe_step(const split_heads_node<H, X>& e, int depth) const {
-    add(depth, false, "split_heads<" + std::to_string(H) + "> (copy)", extents_string(e.shape()),
-        result_bytes(e), true);
+    // The unfused step copies only where the split layout is not already row-major: a
+    // tensor's or view's own layout, split; a computed x is row-major, and its split is so
+    // with one head or one position.
+    bool view = false;
+    if constexpr (requires { split_layout<H>(e.x.view.layout()); })
+      view = split_layout<H>(e.x.view.layout()).is_row_major();
+    else
+      view = H == 1 || e.shape().extent(2) == 1;
+    add(depth, false,
+        "split_heads<" + std::to_string(H) + ">" +
+            (view ? " (a view: already row-major, no copy)" : " (copy)"),
+        extents_string(e.shape()), view ? 0 : result_bytes(e), !view);
     (*this)(e.x, depth + 1);
   }
   template <class X>

@@ -235,7 +235,7 @@ auto unfused_step(const split_heads_node<H, X>& e, const Ev& ev) {
   using T = typename X::value_type;
   auto x = ev(e.x);
   // The split view keeps x's storage: when the split layout is already row-major (one
-  // position, or one head) it is returned as is, and it must not dangle.
+  // position of a row-major x) it is returned as is, and it must not dangle.
   const auto l = split_layout<H>(x.view.layout());
   auto split = relayout(std::move(x), l);
   if (split.view.layout().is_row_major()) return split;

@@ -41,8 +41,15 @@ struct layout {
     return off;
   }
 
-  /// True when the elements occupy [0, size) in row-major order.
-  constexpr bool is_row_major() const noexcept { return *this == row_major(shape); }
+  /// True when the elements occupy [0, size) in row-major order: every stride is the
+  /// row-major one, but those of extents of 1, which no coordinate steps along (heads split
+  /// from one position, a batch of one).
+  constexpr bool is_row_major() const noexcept {
+    const layout r = row_major(shape);
+    for (std::size_t i = 0; i < S::rank(); ++i)
+      if (shape.extent(i) != 1 && stride[i] != r.stride[i]) return false;
+    return true;
+  }
 
   friend constexpr bool operator==(const layout&, const layout&) = default;
 };

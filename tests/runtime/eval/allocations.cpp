@@ -234,4 +234,15 @@ BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
   BOOST_TEST(explain(logits, unfused).materialised_bytes_into_out() == 0u);
   check_into(logits, unfused, logits_out, "unfused scores(q, k)");
   check_into(logits, fused, logits_out, "fused scores(q, k)");
+  // Heads split from one position are already row-major: no copy, and explain() says so.
+  activation x1(2, 1);
+  randomize(x1);
+  const activation& cx1 = x1;
+  const auto one_position = scores(split_heads<2>(cx1), split_heads<2>(cx1));
+  auto one_position_out = evaluate(one_position, unfused);  // (B,2,1,1)
+  const plan one_position_plan = explain(one_position, unfused);
+  BOOST_TEST(one_position_plan.materialised_bytes() == one_position_out.size() * sizeof(float));
+  BOOST_TEST(one_position_plan.to_string().find("(a view: already row-major, no copy)") !=
+             std::string::npos);
+  check_into(one_position, unfused, one_position_out, "unfused scores of one position");
 }

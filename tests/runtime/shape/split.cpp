@@ -70,3 +70,18 @@ BOOST_AUTO_TEST_CASE(shape_from_extents_checks_static_extents) {
   BOOST_TEST(S::static_size() == dyn);
   BOOST_TEST((shape<seq<4>, model<8>>::static_size()) == 32u);
 }
+
+BOOST_AUTO_TEST_CASE(row_major_ignores_the_strides_of_extents_of_one) {
+  // Row-major means the elements occupy [0, size) in row-major order; no coordinate steps
+  // along an extent of 1, so its stride does not matter: heads split from one position, or
+  // into one head, are row-major (a view, not a copy); from two positions into two heads not.
+  using S = shape<batch<>, seq<>, model<16>>;
+  BOOST_TEST(split_layout<4>(layout<S>::row_major(S(3, 1))).is_row_major());
+  BOOST_TEST(split_layout<1>(layout<S>::row_major(S(3, 5))).is_row_major());
+  BOOST_TEST(!split_layout<2>(layout<S>::row_major(S(3, 2))).is_row_major());
+  using T = shape<batch<>, seq<>, model<3>>;
+  BOOST_TEST((layout<T>{T(1, 2), {999, 3, 1}}.is_row_major()));  // a batch of one, any stride
+  BOOST_TEST(!(layout<T>{T(2, 2), {999, 3, 1}}.is_row_major()));
+  BOOST_TEST(!(layout<T>{T(1, 2), {6, 4, 1}}.is_row_major()));  // rows 4 apart: a gap
+  BOOST_TEST(!(layout<T>{T(1, 3), {9, 1, 3}}.is_row_major()));  // transposed
+}
