@@ -102,10 +102,12 @@ void write_row_major(const tensor_view<const T, S>& v, T* out) {
       for (std::size_t b = 0; b < v.extent(1); ++b)
         for (std::size_t c = 0; c < v.extent(2); ++c)
           for (std::size_t d = 0; d < v.extent(3); ++d) *out++ = v(a, b, c, d);
+  } else if constexpr (S::rank() == 2) {  // a weight read through a view: W's transpose, say
+    for (std::size_t a = 0; a < v.extent(0); ++a)
+      for (std::size_t b = 0; b < v.extent(1); ++b) *out++ = v(a, b);
   } else {
-    static_assert(S::rank() <= 2, "argus: write_row_major() handles ranks up to 4");
-    for (std::size_t i = 0; i < v.size(); ++i)
-      *out++ = v.data()[i];  // rank 1/2 leaves are row-major
+    static_assert(S::rank() == 1, "argus: write_row_major() handles ranks 1 to 4");
+    for (std::size_t a = 0; a < v.extent(0); ++a) *out++ = v(a);
   }
 }
 

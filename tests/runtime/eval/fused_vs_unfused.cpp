@@ -257,6 +257,37 @@ BOOST_AUTO_TEST_CASE(evaluating_into_an_operand_gives_the_fresh_result) {
   set_num_threads(0);
 }
 
+// Weights and biases given as strided views (W's transpose read with swapped strides, every
+// other element of a longer bias) are read through their strides, by both evaluators: their
+// row-major copies are W and b themselves. (A rank-2 or rank-1 view was once copied as if it
+// were contiguous: silent garbage.)
+BOOST_AUTO_TEST_CASE(strided_weight_and_bias_views_are_read_through_their_strides) {
+  using W = shape<model<64>, model<48>>;
+  using B = shape<model<48>>;
+  tensor<float, W> w;
+  tensor<float, B> b;
+  tensor<float, shape<model<48>, model<64>>> wt;  // Wᵀ, row-major
+  tensor<float, shape<model<96>>> b2;             // b at the even positions
+  randomize(w, 0.1), randomize(b, 0.1), randomize(b2);
+  for (std::size_t i = 0; i < 64; ++i)
+    for (std::size_t j = 0; j < 48; ++j) wt(j, i) = w(i, j);
+  for (std::size_t j = 0; j < 48; ++j) b2(2 * j) = b(j);
+  const tensor_view<const float, W> w_view(wt.data(), layout<W>{W{}, {1, 64}});
+  const tensor_view<const float, B> b_view(b2.data(), layout<B>{B{}, {2}});
+  tensor<float, shape<batch<>, seq<>, model<64>>> x(2, 9);
+  randomize(x);
+  const auto& cx = x;
+  const auto& cw = w;
+  const auto& cb = b;
+  for (const bool use_fused : {true, false}) {
+    const auto want =
+        use_fused ? evaluate(project(cx, cw, cb), fused) : evaluate(project(cx, cw, cb), unfused);
+    const auto got = use_fused ? evaluate(project(cx, w_view, b_view), fused)
+                               : evaluate(project(cx, w_view, b_view), unfused);
+    BOOST_TEST(max_rel_diff(got, want) == 0.0, "fused " << use_fused);
+  }
+}
+
 // The unfused weighted sum of a mask chain reads the masks while it writes (for the keys whose
 // V rows are not finite): out sharing bytes with a mask must not change the result. Here the
 // additive mask is a view of out's first elements, -inf where key 3 (V row 3 infinite) is to
