@@ -286,6 +286,25 @@ BOOST_AUTO_TEST_CASE(strided_weight_and_bias_views_are_read_through_their_stride
                                : evaluate(project(cx, w_view, b_view), unfused);
     BOOST_TEST(max_rel_diff(got, want) == 0.0, "fused " << use_fused);
   }
+  // A key-padding mask read through a transposed view of a (SEQ, B) buffer.
+  using P = shape<batch<>, seq<>>;
+  tensor<std::uint8_t, P> pad(2, 9);
+  tensor<std::uint8_t, shape<seq<>, batch<>>> pad_t(9, 2);
+  for (std::size_t bi = 0; bi < 2; ++bi)
+    for (std::size_t j = 0; j < 9; ++j) pad_t(j, bi) = pad(bi, j) = (j * 3 + bi) % 4 == 0;
+  const tensor_view<const std::uint8_t, P> pad_view(pad_t.data(), layout<P>{P(2, 9), {1, 2}});
+  using heads = tensor<float, shape<batch<>, head<2>, seq<>, head_dim<8>>>;
+  heads q(2, 9), k(2, 9), v(2, 9);
+  randomize(q), randomize(k), randomize(v);
+  const heads &cq = q, &ck = k, &cv = v;
+  const auto& cpad = pad;
+  for (const bool use_fused : {true, false}) {
+    const auto plain = attend(softmax(mask(scores(cq, ck), ignore_keys(cpad))), cv);
+    const auto viewed = attend(softmax(mask(scores(cq, ck), ignore_keys(pad_view))), cv);
+    const auto want = use_fused ? evaluate(plain, fused) : evaluate(plain, unfused);
+    const auto got = use_fused ? evaluate(viewed, fused) : evaluate(viewed, unfused);
+    BOOST_TEST(max_rel_diff(got, want) == 0.0, "mask view, fused " << use_fused);
+  }
 }
 
 // The unfused weighted sum of a mask chain reads the masks while it writes (for the keys whose
