@@ -202,8 +202,10 @@ inline void check_close(benchmark::State& state, const float* a, const float* b,
 template <class Tensor>
 void peer_loop(benchmark::State& state, int threads, double flops, peers::peer_call call,
                Tensor reference) {
-  if (!call.run) {
-    state.SkipWithError("this peer is not built into the program");
+  if (!call.run) {  // not built in, or its library would not load: the description says which
+    state.SkipWithError(call.description.empty()
+                            ? "this peer is not built into the program"
+                            : ("this peer cannot run: " + call.description).c_str());
     return;
   }
   call.run();

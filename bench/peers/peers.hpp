@@ -107,7 +107,8 @@ inline const peer_functions* torch_module(std::string& error) {
 }
 }  // namespace detail
 
-/// libtorch: at::_scaled_dot_product_attention (1.13's scaled-dot-product attention).
+/// libtorch: its scaled-dot-product attention (at::_scaled_dot_product_attention in 1.13,
+/// at::scaled_dot_product_attention from 2.0).
 inline peer_call torch_core(const core_problem& p, int threads) {
   peer_call none;
   const peer_functions* f = detail::torch_module(none.description);

@@ -9,7 +9,10 @@
 //   core  at::_scaled_dot_product_attention(q, k, v) on (batch, heads, seq, d_k) tensors: the
 //         scaled-dot-product attention libtorch 1.13 ships (public as
 //         torch::nn::functional::scaled_dot_product_attention only from 2.0); need_attn_weights
-//         false, no mask, no dropout. Its result is a new tensor, which output() returns.
+//         false, no mask, no dropout. From libtorch 2.0 on (where the 1.13 operator is gone),
+//         at::scaled_dot_product_attention(q, k, v), which runs its fused CPU kernel (a
+//         FlashAttention-style loop nest) where the inputs allow. Its result is a new tensor,
+//         which output() returns.
 //   MHA   torch::nn::MultiheadAttention(d_model, heads), bias on, loaded with argus's weights
 //         (in_proj_weight = [W_qᵀ; W_kᵀ; W_vᵀ], in_proj_bias = [b_q; b_k; b_v],
 //         out_proj = (W_oᵀ, b_o)), forward(x, x, x, {}, need_weights = false): the same
@@ -31,37 +34,42 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <ATen/ops/scaled_dot_product_attention.h>
+#else
 #include <ATen/ops/_scaled_dot_product_attention.h>
+#endif
 #include <algorithm>
 #include <atomic>
 #include <c10/core/CPUAllocator.h>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <memory>
 #include <string>
 #include <torch/nn/modules/activation.h>
 #include <torch/utils.h>
-#include <torch/version.h>
 
 namespace argus::bench::peers {
 
 namespace {
 
 /// Counts the bytes allocated through it and their high-water mark; forwards to `base`.
+/// c10::Allocator's interface changed within libtorch 2: allocate() lost its const, and
+/// copy_data() became pure virtual. Both spellings of allocate() are defined and neither says
+/// `override`, so whichever the installed libtorch declares is the one that overrides (the
+/// other is an ordinary member), and copy_data() is a plain member where the base has none.
 class counting_allocator final : public c10::Allocator {
  public:
   explicit counting_allocator(c10::Allocator* base) : base_(base) {}
 
-  c10::DataPtr allocate(std::size_t n) const override {
-    c10::DataPtr inner = base_->allocate(n);
-    void* data = inner.get();
-    auto* record = new allocation{std::move(inner), n, this};
-    const std::int64_t now = live_ += std::int64_t(n);
-    for (std::int64_t p = peak_.load(); now > p && !peak_.compare_exchange_weak(p, now);) {
-    }
-    return {data, record, &release, c10::Device(c10::DeviceType::CPU)};
+  c10::DataPtr allocate(std::size_t n) const { return count(base_->allocate(n), n); }
+  c10::DataPtr allocate(std::size_t n) { return count(base_->allocate(n), n); }
+  void copy_data(void* dest, const void* src, std::size_t bytes) const {
+    std::memcpy(dest, src, bytes);
   }
 
   /// Starts a new high-water mark at the bytes live now; returns them.
@@ -72,6 +80,14 @@ class counting_allocator final : public c10::Allocator {
   std::int64_t peak() const { return peak_; }
 
  private:
+  c10::DataPtr count(c10::DataPtr inner, std::size_t n) const {
+    void* data = inner.get();
+    auto* record = new allocation{std::move(inner), n, this};
+    const std::int64_t now = live_ += std::int64_t(n);
+    for (std::int64_t p = peak_.load(); now > p && !peak_.compare_exchange_weak(p, now);) {
+    }
+    return {data, record, &release, c10::Device(c10::DeviceType::CPU)};
+  }
   struct allocation {
     c10::DataPtr inner;
     std::size_t bytes;
@@ -97,7 +113,8 @@ counting_allocator& allocator() {
 }
 
 /// The BLAS library libtorch's matrix products resolve to, by the directory Debian's
-/// alternatives keep it in ("openblas-openmp", "blis-pthread", ...; "blas" is the reference).
+/// alternatives keep it in ("openblas-openmp", "blis-pthread", ...; "blas" is the reference),
+/// or else by the file that defines it (PyPI's libtorch links MKL into libtorch_cpu.so).
 std::string blas_words() {
   // sgemm_, the Fortran BLAS entry point libtorch calls, names the library it comes from.
   void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
@@ -111,9 +128,10 @@ std::string blas_words() {
   }
   const auto slash = path.rfind('/');
   const auto dir = path.rfind('/', slash == 0 ? 0 : slash - 1);
-  const std::string name = slash == std::string::npos || dir == std::string::npos
-                               ? path
-                               : path.substr(dir + 1, slash - dir - 1);
+  if (slash == std::string::npos || dir == std::string::npos) return "BLAS " + path;
+  const std::string file = path.substr(slash + 1);
+  if (file.rfind("libblas.so", 0) != 0) return "BLAS in " + file;  // not an alternative
+  const std::string name = path.substr(dir + 1, slash - dir - 1);
   return "BLAS " + name + (name == "blas" ? " (the reference BLAS: slow)" : "");
 }
 
@@ -150,11 +168,19 @@ peer_call core(const core_problem& p, int threads) {
   st->k = wrap(p.k, {b, h, int64_t(p.seq_kv), d});
   st->v = wrap(p.v, {b, h, int64_t(p.seq_kv), d});
   peer_call call;
+#if TORCH_VERSION_MAJOR >= 2
+  call.description = setup_words(threads) + ", scaled_dot_product_attention";
+#else
   call.description = setup_words(threads) + ", _scaled_dot_product_attention";
+#endif
   call.run = [s = st.get()] {
     torch::NoGradGuard no_grad;
     s->o.reset();  // the previous result, freed before the call as a user's loop would
+#if TORCH_VERSION_MAJOR >= 2
+    s->o = at::scaled_dot_product_attention(s->q, s->k, s->v);
+#else
     s->o = std::get<0>(at::_scaled_dot_product_attention(s->q, s->k, s->v, {}, 0.0, false, false));
+#endif
   };
   call.bytes_materialised = measure_bytes(call.run, p.batch * p.heads * p.seq_q * p.d_k * 4);
   call.output = [s = st.get()] {
