@@ -13,6 +13,9 @@
 //             for the projections, per head matmul, softmax, matmul
 //   torch     libtorch's torch::nn::MultiheadAttention loaded with the same weights
 //             (peers/torch_attention.cpp)
+//   torch_native  libtorch's fused inference path for the same module,
+//             at::_native_multi_head_attention: what Python's nn.MultiheadAttention runs in
+//             eval() mode (the C++ module's forward() does not)
 // (onednn and torch where the program is built with them, in BM_mha only, each checked once
 // against fused). BM_mha is registered through argus/bench/register.hpp's register_module,
 // the header users register their own modules with; the other families through add_rows.
@@ -26,9 +29,9 @@
 //   BM_mha_decode   one query attending n_kv 1024, 4096, 8192 (K and V projected every call)
 //   BM_mha_memory   n 16384, fused and eigen only: memory against the ideal (see below)
 //   BM_mha_paired   BM_mha's shape at n 1, 16, 128, 1024, 4096: fused_vs_<other> for each of eigen,
-//                   fused_prepacked, onednn, torch, one fused call and one of the other per
-//                   iteration, counters ratio (median other ÷ fused), ratio_q1, ratio_q3,
-//                   fused_ms, other_ms (register.hpp)
+//                   fused_prepacked, onednn, torch, torch_native, one fused call and one of
+//                   the other per iteration, counters ratio (median other ÷ fused), ratio_q1,
+//                   ratio_q3, fused_ms, other_ms (register.hpp)
 //   BM_mha_parts    where the fused forward's time goes, at n 1024 and 4096, h 8, d_model 512:
 //                   /project_heads  split_heads<8>(x·W_q + b_q): a projection written straight
 //                                   into (B,H,SEQ,D_K), as the forward runs Q, K and V
@@ -53,7 +56,8 @@
 //                               (8 GiB)
 // It runs for one iteration; run it alone (--benchmark_filter=BM_mha_memory), as
 // bench/run.py does, so that nothing else shares the process.
-// smoke-filter: BM_mha(_paired)?/(fused[a-z_]*|unfused|eigen|onednn|torch)/n:128/.*/threads:1/
+// smoke-filter:
+// BM_mha(_paired)?/(fused[a-z_]*|unfused|eigen|onednn|torch[a-z_]*)/n:128/.*/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 

@@ -48,6 +48,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace argus::bench {
@@ -251,10 +252,21 @@ inline other_evaluator eigen_evaluator() {
 
 /// The oneDNN and libtorch peers built into this program (peers/peers.hpp), for the default
 /// module only (kv_h = h, d_k = d_v = d_model / h, biases): other rows fail with that reason.
+/// libtorch gives two rows: torch (the C++ nn::MultiheadAttention module's forward()) and
+/// torch_native (its fused inference path, at::_native_multi_head_attention).
 inline std::vector<other_evaluator> library_peer_evaluators() {
-  std::vector<other_evaluator> out;
+  using make_call = peers::peer_call (*)(const peers::mha_problem&, int);
+  std::vector<std::pair<std::string, make_call>> rows;
   for (evaluator e : peer_evaluators()) {
-    out.push_back({evaluator_name(e), [e](const module_problem& p) {
+    if (e == evaluator::onednn) rows.emplace_back(evaluator_name(e), &peers::onednn_mha);
+    if (e == evaluator::torch) {
+      rows.emplace_back(evaluator_name(e), &peers::torch_mha);
+      rows.emplace_back("torch_native", &peers::torch_mha_native);
+    }
+  }
+  std::vector<other_evaluator> out;
+  for (const auto& row : rows) {  // not a structured binding: Clang 14 cannot capture one
+    out.push_back({row.first, [make = row.second](const module_problem& p) {
                      prepared_call c;
                      if (p.kv_heads != p.heads || p.d_k * p.heads != p.d_model || p.d_v != p.d_k ||
                          p.b_q == nullptr) {
@@ -266,9 +278,7 @@ inline std::vector<other_evaluator> library_peer_evaluators() {
                      const peers::mha_problem q{p.batch, p.seq, p.seq, p.d_model, p.heads, p.x,
                                                 p.x,     p.w_q, p.w_k, p.w_v,     p.w_o,   p.b_q,
                                                 p.b_k,   p.b_v, p.b_o, p.out};
-                     auto call = std::make_shared<peers::peer_call>(
-                         e == evaluator::onednn ? peers::onednn_mha(q, p.threads)
-                                                : peers::torch_mha(q, p.threads));
+                     auto call = std::make_shared<peers::peer_call>(make(q, p.threads));
                      c.label = call->description;
                      if (call->run) {
                        c.run = [call] { call->run(); };

@@ -41,14 +41,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 IMG = os.path.join(ROOT, "docs", "img")
 COMPARE_PY = "/usr/share/benchmark/compare.py"
-EVALUATORS = ("fused", "fused_prepacked", "unfused", "eigen", "onednn", "torch")
-PEERS = ("onednn", "torch")  # the library peers (bench/peers/); absent where not built
+EVALUATORS = ("fused", "fused_prepacked", "unfused", "eigen", "onednn", "torch", "torch_native")
+# The library peers (bench/peers/); absent where not built. torch_native: libtorch's fused
+# inference path for the MHA (at::_native_multi_head_attention), in the MHA programs only.
+PEERS = ("onednn", "torch", "torch_native")
 # --quick leaves out every row at n >= 4096 (and the kernel rows of that size), the library
 # peers at n 2048, the models of bench/models.cpp at n 1024 and on 2 threads, and the
 # n = 16384 memory run, and measures compile times with g++-12 only: under 5 minutes for
 # `make bench-quick` on the 2-vCPU Zen 1 machine of docs/performance.md, peers included.
 # (Google Benchmark's regular expressions are POSIX extended: no \w.)
-QUICK_EXCLUDE = (r"/n:(4096|8192)/|flash_attention/(4096|8192)/|(onednn|torch)/n:2048/|"
+QUICK_EXCLUDE = (r"/n:(4096|8192)/|flash_attention/(4096|8192)/|(onednn|torch|torch_native)/n:2048/|"
                  r"^BM_model_[a-z0-9_]+/[a-z_]+/(n:1024/|.*/threads:2/)")
 MEMORY_FAMILY = "BM_mha_memory"
 TRAIN_MEMORY = "BM_train_memory"  # bench_attention_backward: one training step at n 16384, alone
@@ -168,7 +170,7 @@ def backward_report(backward, train_memory):
 
 # --- reading ---------------------------------------------------------------------------------
 
-NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused_vs_\w+?|fused_prepacked|fused|unfused|eigen|onednn|torch)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
+NAME = re.compile(r"^(?P<family>BM_\w+)/(?P<ev>fused_vs_\w+?|fused_prepacked|fused|unfused|eigen|onednn|torch_native|torch)/(?P<config>.*?)(/iterations:\d+)?(/real_time)?$")
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -439,23 +441,29 @@ def targets(core, mha, memory):
     check("core fused >= 65% of peak, 2 threads, n 1024-8192", core, "BM_core", (1024, 2048, 4096, 8192), 2, 65)
     check("MHA fused >= 70% of peak, 1 thread, n >= 1024", mha, "BM_mha", (1024, 2048, 4096, 8192), 1, 70)
     def check_peer(peer, ns, minimum):
-        """fused at least `minimum` times faster than `peer` (time ratio) on the full MHA."""
+        """fused at least `minimum` times faster than `peer` (time ratio) on the full MHA;
+        minimum None: the ratios only (a peer without a target)."""
         vals = []
         for (fam, c), evs in sorted(mha.items(), key=sort_key):
             if fam == "BM_mha" and arg(c, "n") in ns and "fused" in evs and peer in evs and \
                     not evs["fused"]["error"] and not evs[peer]["error"]:
                 vals.append((arg(c, "n"), arg(c, "threads"), evs[peer]["ms"] / evs["fused"]["ms"]))
-        label = "MHA fused >= %.1f× %s, n %s" % (minimum, peer, "/".join(str(n) for n in ns))
+        label = ("MHA fused >= %.1f× %s" % (minimum, peer) if minimum is not None else
+                 "MHA fused ÷ %s (no target)" % peer) + ", n %s" % "/".join(str(n) for n in ns)
         if not vals:
             out.append("- %s: not measured in this run" % label)
             return
+        ratios = ", ".join("n %d, %d thread%s: %.2f×" % (n, t, "s" if t > 1 else "", v) for n, t, v in vals)
+        if minimum is None:
+            out.append("- %s: %s" % (label, ratios))
+            return
         ok = all(v >= minimum for _, _, v in vals)
-        out.append("- %s: **%s** (%s)" % (label, "met" if ok else "not met", ", ".join(
-            "n %d, %d thread%s: %.2f×" % (n, t, "s" if t > 1 else "", v) for n, t, v in vals)))
+        out.append("- %s: **%s** (%s)" % (label, "met" if ok else "not met", ratios))
 
     check_peer("onednn", (1024,), 1.1)
     check_peer("onednn", (4096, 8192), 1.3)
     check_peer("torch", (1024, 2048, 4096, 8192), 2.0)
+    check_peer("torch_native", (1024, 2048, 4096, 8192), None)
     mem = [b for b in (memory or {}).get("benchmarks", []) if b["name"].startswith(MEMORY_FAMILY + "/fused")]
     if mem:
         r = mem[0].get("memory_ratio", float("nan"))
@@ -493,7 +501,8 @@ def run_compare_py(stem, baseline, contender):
 STYLE = {"fused": dict(color="C0", marker="o"), "unfused": dict(color="C1", marker="s"),
          "fused_prepacked": dict(color="C5", marker="x", ls=":"),
          "eigen": dict(color="C2", marker="^"), "onednn": dict(color="C3", marker="D", ls="--"),
-         "torch": dict(color="C4", marker="v", ls="--")}
+         "torch": dict(color="C4", marker="v", ls="--"),
+         "torch_native": dict(color="C6", marker="<", ls="--")}
 
 
 def series(table, family, x_arg, threads, key):

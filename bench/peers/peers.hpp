@@ -79,6 +79,7 @@ inline peer_call onednn_mha(const mha_problem&, int) { return {}; }
 struct peer_functions {
   peer_call (*core)(const core_problem&, int threads);
   peer_call (*mha)(const mha_problem&, int threads);
+  peer_call (*mha_native)(const mha_problem&, int threads);
 };
 
 #if ARGUS_BENCH_HAVE_TORCH
@@ -120,9 +121,17 @@ inline peer_call torch_mha(const mha_problem& p, int threads) {
   const peer_functions* f = detail::torch_module(none.description);
   return f ? f->mha(p, threads) : none;
 }
+/// libtorch: at::_native_multi_head_attention, the fused inference path of
+/// nn.MultiheadAttention (what Python's module runs in eval() mode), same weights.
+inline peer_call torch_mha_native(const mha_problem& p, int threads) {
+  peer_call none;
+  const peer_functions* f = detail::torch_module(none.description);
+  return f ? f->mha_native(p, threads) : none;
+}
 #else
 inline peer_call torch_core(const core_problem&, int) { return {}; }
 inline peer_call torch_mha(const mha_problem&, int) { return {}; }
+inline peer_call torch_mha_native(const mha_problem&, int) { return {}; }
 #endif
 
 }  // namespace argus::bench::peers

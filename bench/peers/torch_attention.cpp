@@ -19,6 +19,13 @@
 //         tensor as query, key and value for self-attention, which lets libtorch project Q, K
 //         and V with one matmul. The C++ module has no batch_first: x (batch, seq, d_model) is
 //         passed as its (seq, batch, d_model) transpose, a view (no copy at batch 1).
+//   MHA, native  (the row torch_native) at::_native_multi_head_attention with the same module's
+//         weights, on x (batch, seq, d_model) as it is, need_weights = false: the fused
+//         inference path ("BetterTransformer", libtorch 1.12 on) that Python's
+//         nn.MultiheadAttention takes in eval() mode when its inputs allow (batch_first, no
+//         weights asked for, no grad), and that the C++ module's forward() never takes: one
+//         product for Q, K and V, then the scaled-dot-product attention (from 2.0 the same fused
+//         kernel as the core row), then the output projection.
 //
 // bytes_materialised: the high-water mark of the bytes libtorch holds through its CPU
 // allocator during one call (a counting allocator installed with c10::SetCPUAllocator
@@ -40,6 +47,7 @@
 #else
 #include <ATen/ops/_scaled_dot_product_attention.h>
 #endif
+#include <ATen/ops/_native_multi_head_attention.h>
 #include <algorithm>
 #include <atomic>
 #include <c10/core/CPUAllocator.h>
@@ -191,6 +199,20 @@ peer_call core(const core_problem& p, int threads) {
   return call;
 }
 
+/// torch::nn::MultiheadAttention(d_model, heads) in eval() mode, loaded with p's weights.
+torch::nn::MultiheadAttention loaded_module(const mha_problem& p) {
+  const auto dm = int64_t(p.d_model);
+  torch::nn::MultiheadAttention m(torch::nn::MultiheadAttentionOptions(dm, int64_t(p.heads)));
+  m->eval();
+  // argus stores x·W (in, out); torch's Linear stores W (out, in).
+  const auto t = [dm](const float* w) { return wrap(w, {dm, dm}).t(); };
+  m->in_proj_weight.copy_(torch::cat({t(p.w_q), t(p.w_k), t(p.w_v)}, 0));
+  m->in_proj_bias.copy_(torch::cat({wrap(p.b_q, {dm}), wrap(p.b_k, {dm}), wrap(p.b_v, {dm})}));
+  m->out_proj->weight.copy_(t(p.w_o));
+  m->out_proj->bias.copy_(wrap(p.b_o, {dm}));
+  return m;
+}
+
 peer_call mha(const mha_problem& p, int threads) {
   struct state {
     torch::nn::MultiheadAttention mha{nullptr};
@@ -201,16 +223,7 @@ peer_call mha(const mha_problem& p, int threads) {
   torch::NoGradGuard no_grad;
   auto st = std::make_shared<state>();
   const auto dm = int64_t(p.d_model), b = int64_t(p.batch);
-  st->mha =
-      torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(dm, int64_t(p.heads)));
-  st->mha->eval();
-  // argus stores x·W (in, out); torch's Linear stores W (out, in).
-  const auto t = [dm](const float* w) { return wrap(w, {dm, dm}).t(); };
-  st->mha->in_proj_weight.copy_(torch::cat({t(p.w_q), t(p.w_k), t(p.w_v)}, 0));
-  st->mha->in_proj_bias.copy_(
-      torch::cat({wrap(p.b_q, {dm}), wrap(p.b_k, {dm}), wrap(p.b_v, {dm})}));
-  st->mha->out_proj->weight.copy_(t(p.w_o));
-  st->mha->out_proj->bias.copy_(wrap(p.b_o, {dm}));
+  st->mha = loaded_module(p);
   st->self = p.x_kv == p.x_q;
   st->x_q = wrap(p.x_q, {b, int64_t(p.seq_q), dm}).transpose(0, 1);  // (SEQ_Q,B,D_MODEL) view
   st->x_kv = st->self ? st->x_q : wrap(p.x_kv, {b, int64_t(p.seq_kv), dm}).transpose(0, 1);
@@ -230,6 +243,37 @@ peer_call mha(const mha_problem& p, int threads) {
   return call;
 }
 
+peer_call mha_native(const mha_problem& p, int threads) {
+  struct state {
+    torch::nn::MultiheadAttention mha{nullptr};
+    at::Tensor x_q, x_kv, out;
+  };
+  (void)allocator();
+  torch::NoGradGuard no_grad;
+  auto st = std::make_shared<state>();
+  const auto dm = int64_t(p.d_model), b = int64_t(p.batch);
+  st->mha = loaded_module(p);
+  st->x_q = wrap(p.x_q, {b, int64_t(p.seq_q), dm});  // batch first, as the native path takes it
+  st->x_kv = p.x_kv == p.x_q ? st->x_q : wrap(p.x_kv, {b, int64_t(p.seq_kv), dm});
+  peer_call call;
+  call.description = setup_words(threads) + ", _native_multi_head_attention";
+  call.run = [s = st.get(), dm, h = int64_t(p.heads)] {
+    torch::NoGradGuard no_grad;
+    s->out.reset();
+    const auto& m = *s->mha;
+    s->out = std::get<0>(at::_native_multi_head_attention(
+        s->x_q, s->x_kv, s->x_kv, dm, h, m.in_proj_weight, m.in_proj_bias, m.out_proj->weight,
+        m.out_proj->bias, {}, /*need_weights=*/false));
+  };
+  call.bytes_materialised = measure_bytes(call.run, p.batch * p.seq_q * p.d_model * 4);
+  call.output = [s = st.get()] {
+    s->out = s->out.contiguous();
+    return static_cast<const float*>(s->out.data_ptr<float>());
+  };
+  call.state = st;
+  return call;
+}
+
 }  // namespace
 }  // namespace argus::bench::peers
 
@@ -238,4 +282,5 @@ extern "C" __attribute__((visibility("default"))) void argus_bench_torch_functio
     argus::bench::peers::peer_functions* f) {
   f->core = &argus::bench::peers::core;
   f->mha = &argus::bench::peers::mha;
+  f->mha_native = &argus::bench::peers::mha_native;
 }
