@@ -90,8 +90,13 @@ endfunction()
 
 # The optional headers: argus/io/ (safetensors reads its JSON header with nlohmann-json) and
 # argus/viz/ (PNG through stb_image_write, Debian's libstb). Tests, examples and the
-# header check link them through argus_dev; the argus::argus target never does.
-find_package(nlohmann_json 3.10 REQUIRED)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(argus_stb REQUIRED IMPORTED_TARGET stb)
-target_link_libraries(argus_dev INTERFACE nlohmann_json::nlohmann_json PkgConfig::argus_stb)
+# header check link them through argus_dev; the argus::argus target never does. Only the tests
+# and the examples include them, so a build of the benchmarks or the fuzzers alone (the
+# release and fuzz presets) neither needs nor looks for them: it configures where neither is
+# installed (Ubuntu's libstb-dev, for one, ships no pkg-config file).
+if(ARGUS_BUILD_TESTS OR ARGUS_BUILD_EXAMPLES)
+  find_package(nlohmann_json 3.10 REQUIRED)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(argus_stb REQUIRED IMPORTED_TARGET stb)
+  target_link_libraries(argus_dev INTERFACE nlohmann_json::nlohmann_json PkgConfig::argus_stb)
+endif()
