@@ -54,10 +54,13 @@ struct plan {
     return n;
   }
   /// What evaluate(e, p, out) materialises: the root's result is written into out when its
-  /// step can (plan_step::into_out), and copied there otherwise.
+  /// step can (plan_step::into_out), and copied there otherwise; below a root that works in
+  /// place (a mask, the softmax), the step whose result it works on writes into out.
   std::size_t materialised_bytes_into_out() const noexcept {
-    const bool root_into_out = !steps.empty() && steps.front().into_out;
-    return materialised_bytes() - (root_into_out ? steps.front().bytes : 0);
+    std::size_t n = materialised_bytes();
+    for (const auto& s : steps)
+      if (s.into_out) n -= s.bytes;
+    return n;
   }
   std::string to_string() const {
     std::ostringstream os;
@@ -103,13 +106,24 @@ std::size_t result_bytes(const E& e) {
 template <class Policy>
 struct planner {
   plan& out;
+  /// The depth of the node that evaluate(e, p, out) lets write into out: 0, the root, or
+  /// below a chain of steps that work in place from the root down (evaluate_in_place_operand),
+  /// the node whose result they work on.
+  int* out_depth;
 
   /// into_out: the step evaluates its node with allocate_result, so as the root it writes into
   /// the output tensor of evaluate(e, p, out).
   void add(int depth, bool fused, std::string what, std::string shape, std::size_t bytes,
            bool into_out = false) const {
     out.steps.push_back(
-        {depth, fused, std::move(what), std::move(shape), bytes, into_out && depth == 0});
+        {depth, fused, std::move(what), std::move(shape), bytes, into_out && depth == *out_depth});
+  }
+  /// A step that works in place on its operand's result: as the node that writes into out, it
+  /// hands that to its operand (one level down).
+  void add_in_place(int depth, std::string what, std::string shape) const {
+    const bool root = depth == *out_depth;
+    add(depth, false, std::move(what), std::move(shape), 0, root);
+    if (root) *out_depth = depth + 1;
   }
 
   template <Expression E>
@@ -170,14 +184,14 @@ struct planner {
   }
   template <class E, class M>
   void describe_step(const masked_node<E, M>& e, int depth) const {
-    add(depth, false, std::string("mask ") + mask_name(e.mask) + " (in place)",
-        extents_string(e.shape()), 0);
+    add_in_place(depth, std::string("mask ") + mask_name(e.mask) + " (in place)",
+                 extents_string(e.shape()));
     (*this)(e.scores, depth + 1);
   }
   template <class E>
   void describe_step(const softmax_node<E>& e, int depth) const {
-    add(depth, false, "softmax over keys (kernel::softmax_rows, in place)",
-        extents_string(e.shape()), 0);
+    add_in_place(depth, "softmax over keys (kernel::softmax_rows, in place)",
+                 extents_string(e.shape()));
     (*this)(e.scores, depth + 1);
   }
   template <class P, class V>
@@ -197,7 +211,8 @@ struct planner {
 template <Expression E, EvaluationPolicy P>
 plan explain(const E& e, P) {
   plan out{P::name, {}, kernel::active_isa(), kernel::isa_chosen_at_run_time};
-  detail::planner<P>{out}(e, 0);
+  int out_depth = 0;
+  detail::planner<P>{out, &out_depth}(e, 0);
   return out;
 }
 /// A rejected expression (its error is already reported): an empty plan, silently.

@@ -73,6 +73,20 @@ bool shares_bytes(const void* d, std::size_t bytes, const tensor_view<const T, S
   return first < last && bytes != 0 && first < begin + bytes && begin < last;
 }
 
+/// Where node e's step, evaluated with ev, may write its result of `bytes` bytes while it reads
+/// `reads` (views): the caller's output when e is the root of evaluate(e, policy, out) and the
+/// output shares no byte with any of `reads`; null otherwise.
+template <class E, class Ev, class... Reads>
+void* root_output(const E& e, const Ev& ev, std::size_t bytes, const Reads&... reads) noexcept {
+  if constexpr (requires { ev.root; }) {
+    const root_destination& root = ev.root;
+    if (root.node == static_cast<const void*>(&e) && root.type == &type_tag<E> &&
+        root.data != nullptr && !(shares_bytes(root.data, bytes, reads) || ...))
+      return root.data;
+  }
+  return nullptr;
+}
+
 /// The result of node e, evaluated with ev, whose step reads `reads` (views) while it writes
 /// the result: the caller's output when e is the root of evaluate(e, policy, out) and the
 /// output shares no byte with any of `reads`, else a fresh row-major result (allocate). A
@@ -82,18 +96,31 @@ materialized<T, typename E::shape_type> allocate_result(const E& e, const Ev& ev
                                                         const Reads&... reads) {
   using S = typename E::shape_type;
   const S s = e.shape();
-  if constexpr (requires { ev.root; }) {
-    const root_destination& root = ev.root;
-    const std::size_t bytes = s.size() * sizeof(T);
-    if (root.node == static_cast<const void*>(&e) && root.type == &type_tag<E> &&
-        root.data != nullptr && !(shares_bytes(root.data, bytes, reads) || ...)) {
-      materialized<T, S> m;
-      m.destination = static_cast<T*>(root.data);
-      m.view = tensor_view<const T, S>(m.destination, s);
-      return m;
-    }
+  if (void* data = root_output(e, ev, s.size() * sizeof(T), reads...)) {
+    materialized<T, S> m;
+    m.destination = static_cast<T*>(data);
+    m.view = tensor_view<const T, S>(m.destination, s);
+    return m;
   }
   return allocate<T>(s);
+}
+
+/// Operand x of node e, whose step then works in place on x's result (a mask, the softmax)
+/// while it reads `reads` (views) besides: where e is the root of evaluate(e, policy, out) and
+/// out shares no byte with any of `reads`, x is evaluated as the root in e's place (its result
+/// written into out where x's step can: allocate_result), so that e's step works on out
+/// itself and nothing is copied; otherwise x is evaluated as any operand.
+template <class E, class X, class Ev, class... Reads>
+auto evaluate_in_place_operand(const E& e, const X& x, const Ev& ev, const Reads&... reads) {
+  const std::size_t bytes = e.shape().size() * sizeof(typename E::value_type);
+  if constexpr (requires { ev.root; }) {
+    if (void* data = root_output(e, ev, bytes, reads...)) {
+      Ev inner = ev;
+      inner.root = {&x, &type_tag<X>, data};
+      return inner(x);
+    }
+  }
+  return ev(x);
 }
 
 /// A result that reads memory owned elsewhere (a leaf).

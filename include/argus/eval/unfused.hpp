@@ -281,11 +281,12 @@ auto unfused_step(const scores_node<Q, K>& e, const Ev& ev) {
   return r;
 }
 
-/// The scores as a writable, owned, row-major result (copied if they are borrowed).
+/// The scores as a writable, owned, row-major result (copied if they are borrowed; kept where
+/// they were written into evaluate's output).
 template <class T, Shape S>
 materialized<T, S> owned(materialized<T, S>&& m) {
   m = contiguous(std::move(m));
-  if (m.owns_storage()) return std::move(m);
+  if (m.owns_storage() || m.destination != nullptr) return std::move(m);
   auto r = allocate<T>(m.view.shape());
   std::copy_n(m.view.data(), m.view.size(), r.mutable_data());
   return r;
@@ -350,10 +351,30 @@ void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const
   apply_mask_row(row, b, i, skv, m);
 }
 
+/// Whether a chain of scores is masked (a masked_node), rather than bare scores.
+template <class S>
+struct is_masked_node : std::false_type {};
+template <class E, class M>
+struct is_masked_node<masked_node<E, M>> : std::true_type {};
+
+/// The views of every mask of a chain of scores (mask_operands of each), innermost last.
+template <class S>
+std::tuple<> chain_mask_operands(const S&) {
+  return {};
+}
+template <class E, class M>
+auto chain_mask_operands(const masked_node<E, M>& m) {
+  return std::tuple_cat(mask_operands(m.mask), chain_mask_operands(m.scores));
+}
+
 template <class E, class M, class Ev>
 auto unfused_step(const masked_node<E, M>& e, const Ev& ev) {
   check_mask_storage(e.mask);
-  auto s = owned(ev(e.scores));
+  // As the root: the scores written into out and masked there, unless out shares a byte with
+  // a mask of the chain (apply_mask_row reads them while it writes).
+  auto s = owned(std::apply(
+      [&](const auto&... mask) { return evaluate_in_place_operand(e, e.scores, ev, mask...); },
+      chain_mask_operands(e)));
   using T = typename E::value_type;
   const std::size_t batch = s.view.extent(0), heads = s.view.extent(1);
   const std::size_t sq = s.view.extent(2), skv = s.view.extent(3);
@@ -367,7 +388,7 @@ auto unfused_step(const masked_node<E, M>& e, const Ev& ev) {
 
 template <class E, class Ev>
 auto unfused_step(const softmax_node<E>& e, const Ev& ev) {
-  auto s = owned(ev(e.scores));
+  auto s = owned(evaluate_in_place_operand(e, e.scores, ev));  // as the root: in out itself
   const std::size_t planes = s.view.extent(0) * s.view.extent(1);
   const std::size_t sq = s.view.extent(2), skv = s.view.extent(3);
   auto* p = s.mutable_data();
@@ -440,22 +461,6 @@ template <class P, class V, class Ev>
 auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
   using none = bool (*)(std::size_t, std::size_t, std::size_t);
   return weighted_sum(e, ev, static_cast<const none*>(nullptr), std::tuple<>{});
-}
-
-/// Whether a chain of scores is masked (a masked_node), rather than bare scores.
-template <class S>
-struct is_masked_node : std::false_type {};
-template <class E, class M>
-struct is_masked_node<masked_node<E, M>> : std::true_type {};
-
-/// The views of every mask of a chain of scores (mask_operands of each), innermost last.
-template <class S>
-std::tuple<> chain_mask_operands(const S&) {
-  return {};
-}
-template <class E, class M>
-auto chain_mask_operands(const masked_node<E, M>& m) {
-  return std::tuple_cat(mask_operands(m.mask), chain_mask_operands(m.scores));
 }
 
 /// attend(softmax(mask*(s)), v): keys the masks ignore contribute nothing.

@@ -234,6 +234,27 @@ BOOST_AUTO_TEST_CASE(evaluation_into_out_allocates_what_explain_says) {
   BOOST_TEST(explain(logits, unfused).materialised_bytes_into_out() == 0u);
   check_into(logits, unfused, logits_out, "unfused scores(q, k)");
   check_into(logits, fused, logits_out, "fused scores(q, k)");
+  // A mask or the softmax at the root works in place on out: the scores are written there
+  // (planned 0, with explain() marking the scores' step), then masked and normalised in out.
+  tensor<float, shape<seq<>, seq<>>> add(40, 40);
+  randomize(add);
+  const auto& cadd = add;
+  const auto weights = softmax(scores(cq, ck));
+  const auto masked_logits = mask(scores(cq, ck), causal, add_to_scores(cadd));
+  const auto masked_weights = softmax(mask(scores(cq, ck), causal, add_to_scores(cadd)));
+  for (const plan& in_place : {explain(weights, unfused), explain(masked_logits, unfused),
+                               explain(masked_weights, fused)}) {
+    BOOST_TEST(in_place.materialised_bytes_into_out() == 0u);
+    BOOST_TEST(in_place.materialised_bytes() == logits_out.size() * sizeof(float));
+    BOOST_TEST(in_place.to_string().find("scores Q·Kᵀ·scale per head (kernel::gemm_nt)  -> "
+                                         "(2,2,40,40), 25600 bytes (written straight into out") !=
+               std::string::npos);
+  }
+  check_into(weights, unfused, logits_out, "unfused softmax(scores(q, k))");
+  check_into(weights, fused, logits_out, "fused softmax(scores(q, k))");
+  check_into(masked_logits, unfused, logits_out, "unfused mask(scores(q, k), ...)");
+  check_into(masked_weights, unfused, logits_out, "unfused softmax(mask(scores(q, k), ...))");
+  check_into(masked_weights, fused, logits_out, "fused softmax(mask(scores(q, k), ...))");
   // Heads split from one position are already row-major: no copy, and explain() says so.
   activation x1(2, 1);
   randomize(x1);

@@ -18,9 +18,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <tuple>
+#include <utility>
 
 using namespace argus;
 
@@ -339,6 +341,67 @@ BOOST_AUTO_TEST_CASE(evaluating_into_a_masks_storage_gives_the_fresh_result) {
       const auto apart = attend(softmax(mask(scores(cq, ck), add_to_scores(own))), cv);
       evaluate(apart, unfused, out);
       BOOST_TEST(max_rel_diff(out, fresh) == 0.0);
+    }
+  }
+  set_num_threads(0);
+}
+
+// A mask or the softmax at the root of evaluate(e, p, out) works in place on out, where the
+// scores are written: the same bits as a fresh result, with both policies and on 1-3 threads;
+// and where out's own storage is a mask of the chain or Q (so that writing the scores into
+// out would overwrite what is still to be read), the scores go to a fresh buffer first.
+BOOST_AUTO_TEST_CASE(masks_and_softmax_at_the_root_work_in_out) {
+  using heads = tensor<float, shape<batch<>, head<2>, seq<>, head_dim<8>>>;  // (B,2,SEQ,8)
+  using pairs = shape<seq<>, seq<>>;
+  using keys = shape<batch<>, seq<>>;
+  constexpr std::size_t n = 24;
+  heads q(2, n), k(2, n);
+  using logits = decltype(evaluate(scores(std::as_const(q), std::as_const(k)), unfused));
+  randomize(q), randomize(k);
+  tensor<float, pairs> add(n, n);
+  randomize(add);
+  tensor<std::uint8_t, keys> padding(2, n);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t j = 0; j < n; ++j) padding(b, j) = j % 5 == 4;
+  const heads &cq = q, &ck = k;
+  const auto& cadd = add;
+  const auto& cpadding = padding;
+  // e into out (first filled with `before`, which e may read), against e evaluated into a
+  // fresh tensor: the same bits (masked logits are -inf, which max_rel_diff does not compare).
+  auto same_bits = [](const logits& a, const logits& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  auto into_out = [&](const auto& e, logits& out, const logits& before, const char* what) {
+    out = before;
+    const auto fresh = evaluate(e, unfused);
+    evaluate(e, unfused, out);
+    BOOST_TEST(same_bits(out, fresh), what << ", unfused");
+    out = before;
+    evaluate(e, fused, out);
+    BOOST_TEST(same_bits(out, fresh), what << ", fused");
+  };
+  for (std::size_t threads : {1u, 2u, 3u}) {
+    set_num_threads(threads);
+    BOOST_TEST_CONTEXT(threads << " threads") {
+      logits out = evaluate(scores(cq, ck), unfused);  // (B,2,SEQ,SEQ)
+      randomize(out);
+      const logits before = out;
+      into_out(softmax(scores(cq, ck)), out, before, "softmax");
+      into_out(mask(scores(cq, ck), causal), out, before, "causal mask");
+      into_out(mask(scores(cq, ck), causal, ignore_keys(cpadding), add_to_scores(cadd)), out,
+               before, "three masks");
+      into_out(softmax(mask(scores(cq, ck), ignore_keys(cpadding), add_to_scores(cadd))), out,
+               before, "softmax of two masks");
+      // The additive mask is out's first (SEQ,SEQ) plane.
+      const tensor_view<const float, pairs> add_in_out(out.data(), pairs(n, n));
+      into_out(mask(scores(cq, ck), add_to_scores(add_in_out)), out, before, "mask in out");
+      into_out(softmax(mask(scores(cq, ck), causal, add_to_scores(add_in_out))), out, before,
+               "softmax, mask in out");
+      // Q is out's first 2 · 2 · SEQ · 8 elements.
+      const tensor_view<const float, typename heads::shape_type> q_in_out(
+          out.data(), typename heads::shape_type(2, n));
+      into_out(softmax(scores(q_in_out, ck)), out, before, "softmax, Q in out");
+      into_out(mask(scores(q_in_out, ck), causal), out, before, "mask, Q in out");
     }
   }
   set_num_threads(0);
