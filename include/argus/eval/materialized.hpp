@@ -77,7 +77,9 @@ bool shares_bytes(const void* d, std::size_t bytes, const tensor_view<const T, S
 /// `reads` (views): the caller's output when e is the root of evaluate(e, policy, out) and the
 /// output shares no byte with any of `reads`; null otherwise.
 template <class E, class Ev, class... Reads>
-void* root_output(const E& e, const Ev& ev, std::size_t bytes, const Reads&... reads) noexcept {
+void* root_output([[maybe_unused]] const E& e, [[maybe_unused]] const Ev& ev,
+                  [[maybe_unused]] std::size_t bytes,
+                  [[maybe_unused]] const Reads&... reads) noexcept {
   if constexpr (requires { ev.root; }) {
     const root_destination& root = ev.root;
     if (root.node == static_cast<const void*>(&e) && root.type == &type_tag<E> &&
@@ -112,8 +114,8 @@ materialized<T, typename E::shape_type> allocate_result(const E& e, const Ev& ev
 /// itself and nothing is copied; otherwise x is evaluated as any operand.
 template <class E, class X, class Ev, class... Reads>
 auto evaluate_in_place_operand(const E& e, const X& x, const Ev& ev, const Reads&... reads) {
-  const std::size_t bytes = e.shape().size() * sizeof(typename E::value_type);
   if constexpr (requires { ev.root; }) {
+    const std::size_t bytes = e.shape().size() * sizeof(typename E::value_type);
     if (void* data = root_output(e, ev, bytes, reads...)) {
       Ev inner = ev;
       inner.root = {&x, &type_tag<X>, data};
