@@ -56,8 +56,7 @@
 //                               (8 GiB)
 // It runs for one iteration; run it alone (--benchmark_filter=BM_mha_memory), as
 // bench/run.py does, so that nothing else shares the process.
-// smoke-filter:
-// BM_mha(_paired)?/(fused[a-z_]*|unfused|eigen|onednn|torch[a-z_]*)/n:128/.*/threads:1/
+// smoke-filter: BM_mha(_paired)?/(fused[a-z_]*|unfused|eigen|onednn|torch)/n:128/.*/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 

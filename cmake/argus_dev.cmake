@@ -83,6 +83,11 @@ function(argus_tagged_line out file tag default)
   file(STRINGS "${file}" lines REGEX "^[ \t]*//[ \t]*${tag}:" LIMIT_COUNT 1)
   if(lines MATCHES "^[ \t]*//[ \t]*${tag}:[ \t]*(.*[^ \t])[ \t]*$")
     set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  elseif(lines)
+    # A tag with nothing after it, say a line that clang-format wrapped at 100 columns: the
+    # default would silently stand in for it (a smoke test running every benchmark).
+    message(FATAL_ERROR "${file}: its '// ${tag}:' line is empty; keep the tag and its value "
+                        "on one line of at most 100 columns")
   else()
     set(${out} "${default}" PARENT_SCOPE)
   endif()
