@@ -8,7 +8,11 @@
 // and then sleeps (kernel/parallel.hpp), so G decides whether the next call finds it
 // spinning (G = 0, 50) or asleep (G = 1000). Counters:
 //   overhead_us  time per call beyond the ideal ceil(T / N) · U
-// smoke-filter: BM_parallel_for/tasks:2/task_us:0/gap_us:0/threads:2
+// BM_num_threads/set:S: what asking for the thread count costs, with the default
+// (set_num_threads(0), S = 0: the CPUs the process may run on, read once) and with a count
+// set (S = 1). Kernels ask several times per evaluation; until 2026-11-25 the default read a
+// file under /sys on every call (std::thread::hardware_concurrency).
+// smoke-filter: BM_parallel_for/tasks:2/task_us:0/gap_us:0/threads:2|BM_num_threads
 #include "argus/kernel/parallel.hpp"
 
 #include <benchmark/benchmark.h>
@@ -60,6 +64,13 @@ void arguments(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_parallel_for)->Apply(arguments)->UseManualTime();
+
+void BM_num_threads(benchmark::State& state) {
+  argus::set_num_threads(state.range(0) != 0 ? 2 : 0);
+  for (auto _ : state) benchmark::DoNotOptimize(argus::num_threads());
+  argus::set_num_threads(0);
+}
+BENCHMARK(BM_num_threads)->ArgName("set")->Arg(0)->Arg(1);
 
 }  // namespace
 

@@ -1,14 +1,16 @@
 // argus/kernel/parallel.hpp -- kernel layer: the thread pool every parallel kernel uses.
 //
 // argus::set_num_threads / argus::num_threads choose how many threads a kernel may use
-// (0, the default, means std::thread::hardware_concurrency()). parallel_for(tasks, f) calls
-// f(task, thread) once for every task in [0, tasks): the calling thread takes part as thread
-// 0, and up to num_threads() - 1 persistent workers take the others. Workers are created on
-// first need and reused by every later call; tasks are handed out one at a time from an
-// atomic counter (dynamic scheduling, so uneven tasks balance). A call made from inside a
-// task runs its tasks serially on the calling thread, which keeps the thread count bounded
-// and cannot deadlock. The first exception thrown by f cancels the tasks not yet started and
-// is rethrown to the caller once every running task has returned.
+// (0, the default, means the CPUs the process may run on: its affinity mask, as OpenMP
+// counts, or std::thread::hardware_concurrency() where there is none; read once).
+// parallel_for(tasks, f) calls f(task, thread) once for every task in [0, tasks): the
+// calling thread takes part as thread 0, and up to num_threads() - 1 persistent workers take
+// the others. Workers are created on first need and reused by every later call; tasks are
+// handed out one at a time from an atomic counter (dynamic scheduling, so uneven tasks
+// balance). A call made from inside a task runs its tasks serially on the calling thread,
+// which keeps the thread count bounded and cannot deadlock. The first exception thrown by f
+// cancels the tasks not yet started and is rethrown to the caller once every running task
+// has returned.
 //
 // Several user threads may call parallel_for (and so evaluate) at once. Each call is a job
 // of its own: its caller works on it from start to end, and idle workers join whichever
@@ -47,13 +49,38 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace argus {
 
 namespace detail {
 
-inline std::size_t hardware_threads() noexcept {
+/// The CPUs this thread may run on: the count of its affinity mask where the system has one
+/// (Linux: what taskset, numactl, a cpuset or a container's CPU set leaves it, as OpenMP
+/// runtimes count their default), else std::thread::hardware_concurrency(); at least 1. Read
+/// anew on every call.
+inline std::size_t available_cpus() noexcept {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<std::size_t>(n);
+  }
+#endif
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n;
+}
+
+/// The default thread count: available_cpus() when argus first needs it, then kept. (Read
+/// once: std::thread::hardware_concurrency() reads a file under /sys on every call, about
+/// 10 us on a KVM guest, and num_threads() is asked several times per evaluation: a decode
+/// step of the default MHA took 195 us instead of 123.)
+inline std::size_t hardware_threads() noexcept {
+  static const std::size_t n = available_cpus();
+  return n;
 }
 
 /// The value last given to set_num_threads; 0 stands for the hardware default.
@@ -69,9 +96,10 @@ inline std::atomic<std::int64_t> spin_wait_us{default_spin_wait.count()};
 
 }  // namespace detail
 
-/// Sets the number of threads argus kernels use from now on; 0 restores the default,
-/// std::thread::hardware_concurrency(). Safe to call at any time from any thread: a
-/// parallel_for already running keeps the count it started with.
+/// Sets the number of threads argus kernels use from now on; 0 restores the default, the CPUs
+/// the process may run on when argus first needed the count (detail::hardware_threads: the
+/// affinity mask's CPUs on Linux, else std::thread::hardware_concurrency()). Safe to call at
+/// any time from any thread: a parallel_for already running keeps the count it started with.
 inline void set_num_threads(std::size_t n) noexcept {
   detail::requested_threads.store(n, std::memory_order_relaxed);
 }

@@ -13,6 +13,13 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>  // environ
+#endif
+
 namespace {
 
 /// Restores the default thread count when a test case ends, whatever happens in it.
@@ -27,17 +34,72 @@ struct spin_wait_guard {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(default_thread_count_is_the_hardware_count) {
+/// The CPUs in the calling thread's affinity mask (Linux), else the hardware count.
+static std::size_t cpus_of_this_thread() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  BOOST_TEST_REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  return static_cast<std::size_t>(CPU_COUNT(&set));
+#else
+  const std::size_t hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : hw;
+#endif
+}
+
+BOOST_AUTO_TEST_CASE(default_thread_count_is_the_cpus_the_process_may_use) {
   thread_count_guard guard;
   argus::set_num_threads(0);
-  const std::size_t hw = std::thread::hardware_concurrency();
-  BOOST_TEST(argus::num_threads() == (hw == 0 ? 1 : hw));
+  const std::size_t cpus = cpus_of_this_thread();  // as the test starts: no case narrows it
+  BOOST_TEST(argus::num_threads() == cpus);
   argus::set_num_threads(3);
   BOOST_TEST(argus::num_threads() == 3u);
   BOOST_TEST(argus::kernel::parallel_slot_count() == 3u);
   argus::set_num_threads(0);
-  BOOST_TEST(argus::num_threads() == (hw == 0 ? 1 : hw));
+  BOOST_TEST(argus::num_threads() == cpus);
 }
+
+#if defined(__linux__)
+// Under taskset, a cpuset or a container's CPU set, the default counts the CPUs the process
+// may run on, not the machine's (16 threads on 2 CPUs would be oversubscribed). The count is
+// read when argus first needs it and then kept: narrowing the mask afterwards leaves
+// num_threads() as it was, while available_cpus() reads the mask anew.
+BOOST_AUTO_TEST_CASE(available_cpus_counts_the_affinity_mask) {
+  thread_count_guard guard;
+  argus::set_num_threads(0);
+  const std::size_t before = argus::num_threads();
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  BOOST_TEST_REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+  BOOST_TEST(argus::detail::available_cpus() == static_cast<std::size_t>(CPU_COUNT(&all)));
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  BOOST_TEST_REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);  // this thread only
+  const std::size_t narrowed = argus::detail::available_cpus();
+  const std::size_t kept = argus::num_threads();
+  // A process started under the narrowed mask (a child inherits its parent thread's) takes
+  // it as its default: this program again, running the case above, which checks
+  // num_threads() against the mask (1 CPU; the machine's count before the affinity mask
+  // was counted).
+  char name[] = "unit.kernel.parallel";
+  char only[] = "--run_test=default_thread_count_is_the_cpus_the_process_may_use";
+  char* child_argv[] = {name, only, nullptr};
+  pid_t child = 0;
+  const int spawned = posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, child_argv, environ);
+  BOOST_TEST_REQUIRE(sched_setaffinity(0, sizeof all, &all) == 0);
+  BOOST_TEST(narrowed == 1u);
+  BOOST_TEST(kept == before);
+  BOOST_TEST_REQUIRE(spawned == 0);
+  int status = 0;
+  BOOST_TEST_REQUIRE(waitpid(child, &status, 0) == child);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0,
+             "the default test under one CPU: exit status " << WEXITSTATUS(status));
+}
+#endif
 
 BOOST_AUTO_TEST_CASE(every_task_runs_exactly_once) {
   thread_count_guard guard;
