@@ -75,9 +75,9 @@ inline std::size_t available_cpus() noexcept {
 }
 
 /// The default thread count: available_cpus() when argus first needs it, then kept. (Read
-/// once: std::thread::hardware_concurrency() reads a file under /sys on every call, about
-/// 10 us on a KVM guest, and num_threads() is asked several times per evaluation: a decode
-/// step of the default MHA took 195 us instead of 123.)
+/// once: std::thread::hardware_concurrency() reads a file under /sys on every call, 6-11 us
+/// on a KVM guest, and num_threads() is asked several times per evaluation: a decode step of
+/// the default MHA took 1.6-2.0x as long as with the count set; docs/reliability.md.)
 inline std::size_t hardware_threads() noexcept {
   static const std::size_t n = available_cpus();
   return n;
