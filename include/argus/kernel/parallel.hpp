@@ -2,7 +2,8 @@
 //
 // argus::set_num_threads / argus::num_threads choose how many threads a kernel may use
 // (0, the default, means the CPUs the process may run on: its affinity mask, as OpenMP
-// counts, or std::thread::hardware_concurrency() where there is none; read once).
+// counts, or std::thread::hardware_concurrency() where there is none, and no more than its
+// cgroups' CPU quota allows; read once).
 // parallel_for(tasks, f) calls f(task, thread) once for every task in [0, tasks): the
 // calling thread takes part as thread 0, and up to num_threads() - 1 persistent workers take
 // the others. Workers are created on first need and reused by every later call; tasks are
@@ -34,6 +35,8 @@
 // for programs that share their cores and call argus rarely), a longer time keeps workers
 // ready across longer gaps between calls, at the cost of that much CPU time after each.
 #pragma once
+
+#include "argus/kernel/cpu_quota.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -74,12 +77,26 @@ inline std::size_t available_cpus() noexcept {
   return n == 0 ? 1 : n;
 }
 
-/// The default thread count: available_cpus() when argus first needs it, then kept. (Read
+/// The CPUs the process may use: available_cpus(), and no more than its cgroups' CPU quota
+/// allows (cgroup_cpu_limit, cpu_quota.hpp: `docker run --cpus=2`, a Kubernetes CPU limit,
+/// systemd's CPUQuota=; rounded up, as the JVM, .NET and Go count theirs). Reads files under
+/// /proc and /sys: tens of microseconds.
+inline std::size_t usable_cpus() noexcept {
+  const std::size_t cpus = available_cpus();
+  try {
+    const auto quota = cgroup_cpu_limit();
+    return quota && *quota < cpus ? *quota : cpus;
+  } catch (...) {  // std::bad_alloc while reading: no limit known
+    return cpus;
+  }
+}
+
+/// The default thread count: usable_cpus() when argus first needs it, then kept. (Read
 /// once: std::thread::hardware_concurrency() reads a file under /sys on every call, 6-11 us
 /// on a KVM guest, and num_threads() is asked several times per evaluation: a decode step of
 /// the default MHA took 1.6-2.0x as long as with the count set; docs/reliability.md.)
 inline std::size_t hardware_threads() noexcept {
-  static const std::size_t n = available_cpus();
+  static const std::size_t n = usable_cpus();
   return n;
 }
 
@@ -98,7 +115,8 @@ inline std::atomic<std::int64_t> spin_wait_us{default_spin_wait.count()};
 
 /// Sets the number of threads argus kernels use from now on; 0 restores the default, the CPUs
 /// the process may run on when argus first needed the count (detail::hardware_threads: the
-/// affinity mask's CPUs on Linux, else std::thread::hardware_concurrency()). Safe to call at
+/// affinity mask's CPUs on Linux, else std::thread::hardware_concurrency(), at most what the
+/// cgroups' CPU quota allows, rounded up). Safe to call at
 /// any time from any thread: a parallel_for already running keeps the count it started with.
 inline void set_num_threads(std::size_t n) noexcept {
   detail::requested_threads.store(n, std::memory_order_relaxed);

@@ -8,14 +8,20 @@
 #include <chrono>
 #include <cstddef>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #if defined(__linux__)
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <sched.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>  // environ
 #endif
@@ -47,10 +53,21 @@ static std::size_t cpus_of_this_thread() {
 #endif
 }
 
+/// The default thread count this process should have: the number its parent passed after
+/// "--" when it started this program as a child (the cases below), else the CPUs in the
+/// affinity mask, at most the cgroups' CPU quota (parsed as unit.kernel.cpu_quota checks).
+static std::size_t expected_default_threads() {
+  const auto& suite = boost::unit_test::framework::master_test_suite();
+  if (suite.argc > 1) return static_cast<std::size_t>(std::stoul(suite.argv[1]));
+  const std::size_t cpus = cpus_of_this_thread();  // as the test starts: no case narrows it
+  const auto quota = argus::detail::cgroup_cpu_limit();
+  return quota && *quota < cpus ? *quota : cpus;
+}
+
 BOOST_AUTO_TEST_CASE(default_thread_count_is_the_cpus_the_process_may_use) {
   thread_count_guard guard;
   argus::set_num_threads(0);
-  const std::size_t cpus = cpus_of_this_thread();  // as the test starts: no case narrows it
+  const std::size_t cpus = expected_default_threads();
   BOOST_TEST(argus::num_threads() == cpus);
   argus::set_num_threads(3);
   BOOST_TEST(argus::num_threads() == 3u);
@@ -58,6 +75,23 @@ BOOST_AUTO_TEST_CASE(default_thread_count_is_the_cpus_the_process_may_use) {
   argus::set_num_threads(0);
   BOOST_TEST(argus::num_threads() == cpus);
 }
+
+#if defined(__linux__)
+/// Starts this program again as a child running only the default-count case, which expects
+/// `expected` threads; returns its exit status (-1 where it could not start).
+static int run_default_case_in_child(std::size_t expected) {
+  char name[] = "unit.kernel.parallel";
+  char only[] = "--run_test=default_thread_count_is_the_cpus_the_process_may_use";
+  char separator[] = "--";
+  std::string count = std::to_string(expected);
+  char* child_argv[] = {name, only, separator, count.data(), nullptr};
+  pid_t child = 0;
+  if (posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, child_argv, environ) != 0) return -1;
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+#endif
 
 #if defined(__linux__)
 // Under taskset, a cpuset or a container's CPU set, the default counts the CPUs the process
@@ -81,23 +115,68 @@ BOOST_AUTO_TEST_CASE(available_cpus_counts_the_affinity_mask) {
   const std::size_t narrowed = argus::detail::available_cpus();
   const std::size_t kept = argus::num_threads();
   // A process started under the narrowed mask (a child inherits its parent thread's) takes
-  // it as its default: this program again, running the case above, which checks
-  // num_threads() against the mask (1 CPU; the machine's count before the affinity mask
-  // was counted).
-  char name[] = "unit.kernel.parallel";
-  char only[] = "--run_test=default_thread_count_is_the_cpus_the_process_may_use";
-  char* child_argv[] = {name, only, nullptr};
-  pid_t child = 0;
-  const int spawned = posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, child_argv, environ);
+  // it as its default: this program again, running the case above with 1 expected (the
+  // machine's count before the affinity mask was counted).
+  const int status = run_default_case_in_child(1);
   BOOST_TEST_REQUIRE(sched_setaffinity(0, sizeof all, &all) == 0);
   BOOST_TEST(narrowed == 1u);
   BOOST_TEST(kept == before);
-  BOOST_TEST_REQUIRE(spawned == 0);
-  int status = 0;
-  BOOST_TEST_REQUIRE(waitpid(child, &status, 0) == child);
-  BOOST_TEST(WIFEXITED(status));
-  BOOST_TEST(WEXITSTATUS(status) == 0,
-             "the default test under one CPU: exit status " << WEXITSTATUS(status));
+  BOOST_TEST(status == 0, "the default test under one CPU: exit status " << status);
+}
+
+/// Writes `text` to the file at `path`; whether the whole of it was written.
+static bool write_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  return ::close(fd) == 0 && ok;
+}
+
+// A container's CPU quota (docker --cpus=1, a Kubernetes CPU limit) leaves every CPU in the
+// affinity mask but lets the process run for one CPU's time: the default counts the quota
+// (16 spinning threads on a 1-CPU quota would be throttled). The case makes such a cgroup
+// (a child of this process's, quota = period: one CPU), enters it, starts this program in it
+// running the default-count case with 1 expected, and goes back. It needs a cgroup hierarchy
+// it may write (root with v1's cpu controller, or a delegated v2 subtree with cpu enabled);
+// elsewhere it says so and stops, and unit.kernel.cpu_quota's made-up trees still check
+// the parsing.
+BOOST_AUTO_TEST_CASE(default_thread_count_follows_a_cgroup_cpu_quota) {
+  const auto controller = argus::detail::find_cgroup_cpu_controller();
+  if (!controller) {
+    BOOST_TEST_MESSAGE("no cgroup cpu controller here: nothing to check");
+    return;
+  }
+  const std::string home = controller->directory;
+  const std::string dir = home + "/argus_test_quota_" + std::to_string(::getpid());
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    BOOST_TEST_MESSAGE("cannot make a cgroup under " << home << " (" << std::strerror(errno)
+                                                     << "): nothing to check");
+    return;
+  }
+  const auto limit_before = argus::detail::cgroup_cpu_limit();
+  struct remove_cgroup {  // leaves the cgroup (if entered) and removes it, whatever happens
+    std::string home, dir;
+    ~remove_cgroup() {
+      write_file(home + "/cgroup.procs", std::to_string(::getpid()));
+      ::rmdir(dir.c_str());
+    }
+  } cleanup{home, dir};
+  const bool quota_set = controller->unified ? write_file(dir + "/cpu.max", "100000 100000")
+                                             : write_file(dir + "/cpu.cfs_period_us", "100000") &&
+                                                   write_file(dir + "/cpu.cfs_quota_us", "100000");
+  if (!quota_set || !write_file(dir + "/cgroup.procs", std::to_string(::getpid()))) {
+    BOOST_TEST_MESSAGE("cannot set a quota on or enter " << dir << ": nothing to check");
+    return;
+  }
+  const auto limit = argus::detail::cgroup_cpu_limit();
+  const std::size_t usable = argus::detail::usable_cpus();
+  const int status = run_default_case_in_child(1);
+  BOOST_TEST_REQUIRE(write_file(home + "/cgroup.procs", std::to_string(::getpid())));
+  BOOST_TEST(limit.value_or(0) == 1u);
+  BOOST_TEST(usable == 1u);
+  BOOST_TEST(status == 0, "the default test under a one-CPU quota: exit status " << status);
+  BOOST_TEST(argus::detail::cgroup_cpu_limit().value_or(0) ==
+             limit_before.value_or(0));  // back where it started
 }
 #endif
 
