@@ -100,7 +100,8 @@ inline std::string unescape_mount_path(std::string_view s) {
     if (s[i] == '\\' && i + 3 < s.size()) {
       const auto digit = [](char c) { return c >= '0' && c <= '7'; };
       if (digit(s[i + 1]) && digit(s[i + 2]) && digit(s[i + 3])) {
-        out.push_back(static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+        out.push_back(
+            static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
         i += 3;
         continue;
       }
@@ -122,7 +123,8 @@ struct cgroup_cpu_controller {
 /// Finds the process's cpu controller from /proc/self/cgroup and /proc/self/mountinfo under
 /// `root` ("" for the real ones), or nullopt where there is none (not Linux, no cgroup file
 /// system, no cpu controller, malformed files).
-inline std::optional<cgroup_cpu_controller> find_cgroup_cpu_controller(const std::string& root = "") {
+inline std::optional<cgroup_cpu_controller> find_cgroup_cpu_controller(
+    const std::string& root = "") {
   const auto cgroups = read_small_file(root + "/proc/self/cgroup");
   if (!cgroups) return std::nullopt;
   // "ID:controllers:path" per line; the path may itself hold ':'.
@@ -170,7 +172,8 @@ inline std::optional<cgroup_cpu_controller> find_cgroup_cpu_controller(const std
         break;
       }
     }
-    const bool match = unified ? type == "cgroup2" : type == "cgroup" && has_item(super_options, "cpu");
+    const bool match =
+        unified ? type == "cgroup2" : type == "cgroup" && has_item(super_options, "cpu");
     if (!match) continue;
     // The mount shows the hierarchy from mount_root down: the process's directory is its
     // path below that (a container's own cgroup is "/" in both, with a cgroup namespace, or
@@ -183,7 +186,8 @@ inline std::optional<cgroup_cpu_controller> find_cgroup_cpu_controller(const std
     found.directory = found.mount_point;
     if (mount_root == "/") {
       if (path != "/") found.directory += path;
-    } else if (path.size() >= mount_root.size() && path.compare(0, mount_root.size(), mount_root) == 0 &&
+    } else if (path.size() >= mount_root.size() &&
+               path.compare(0, mount_root.size(), mount_root) == 0 &&
                (path.size() == mount_root.size() || path[mount_root.size()] == '/')) {
       found.directory += path.substr(mount_root.size());
     }
@@ -194,7 +198,8 @@ inline std::optional<cgroup_cpu_controller> find_cgroup_cpu_controller(const std
 
 /// The CPUs the quota of one cgroup directory allows, ceil(quota / period) (at least 1), or
 /// nullopt for no limit or nothing readable.
-inline std::optional<std::size_t> cgroup_directory_cpu_limit(const std::string& directory, bool unified) {
+inline std::optional<std::size_t> cgroup_directory_cpu_limit(const std::string& directory,
+                                                             bool unified) {
   std::int64_t quota = -1, period = 0;
   if (unified) {  // cpu.max: "max 100000" or "150000 100000"
     const auto text = read_small_file(directory + "/cpu.max");

@@ -30,7 +30,8 @@ struct fake_root {
   fake_root() {
     static int count = 0;
     dir = fs::temp_directory_path() /
-          ("argus_cpu_quota_" + std::to_string(static_cast<long>(::getpid())) + "_" + std::to_string(++count));
+          ("argus_cpu_quota_" + std::to_string(static_cast<long>(::getpid())) + "_" +
+           std::to_string(++count));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -62,9 +63,12 @@ const std::string v2_mountinfo =
 /// mountinfo lines of a v1 (or hybrid) host: cpu and cpuacct share a mount.
 const std::string v1_mountinfo =
     "24 30 0:22 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
-    "25 24 0:23 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw\n"
-    "33 24 0:31 / /sys/fs/cgroup/cpuset rw,nosuid,nodev,noexec,relatime shared:16 - cgroup cgroup rw,cpuset\n"
-    "34 24 0:32 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:17 - cgroup cgroup "
+    "25 24 0:23 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 "
+    "cgroup2 rw\n"
+    "33 24 0:31 / /sys/fs/cgroup/cpuset rw,nosuid,nodev,noexec,relatime shared:16 - cgroup cgroup "
+    "rw,cpuset\n"
+    "34 24 0:32 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:17 - cgroup "
+    "cgroup "
     "rw,cpu,cpuacct\n";
 
 }  // namespace
@@ -124,7 +128,8 @@ BOOST_AUTO_TEST_CASE(v2_inside_a_container) {
     fake_root t;
     t.write("/proc/self/cgroup", "0::/docker/abc123\n");
     t.write("/proc/self/mountinfo",
-            "600 500 0:26 /docker/abc123 /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - cgroup2 cgroup "
+            "600 500 0:26 /docker/abc123 /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - cgroup2 "
+            "cgroup "
             "rw\n");
     t.write("/sys/fs/cgroup/cpu.max", "100000 100000\n");
     t.write("/sys/fs/cgroup/docker/abc123/cpu.max", "900000 100000\n");  // not this process's
@@ -133,14 +138,16 @@ BOOST_AUTO_TEST_CASE(v2_inside_a_container) {
   {  // a path the mount does not show: the mount's top directory
     fake_root t;
     t.write("/proc/self/cgroup", "0::/elsewhere\n");
-    t.write("/proc/self/mountinfo", "600 500 0:26 /docker/abc123 /sys/fs/cgroup rw - cgroup2 cgroup rw\n");
+    t.write("/proc/self/mountinfo",
+            "600 500 0:26 /docker/abc123 /sys/fs/cgroup rw - cgroup2 cgroup rw\n");
     t.write("/sys/fs/cgroup/cpu.max", "300000 100000\n");
     BOOST_TEST(t.limit() == 3);
   }
   {  // "/docker/abc1234" is not below "/docker/abc123"
     fake_root t;
     t.write("/proc/self/cgroup", "0::/docker/abc1234\n");
-    t.write("/proc/self/mountinfo", "600 500 0:26 /docker/abc123 /sys/fs/cgroup rw - cgroup2 cgroup rw\n");
+    t.write("/proc/self/mountinfo",
+            "600 500 0:26 /docker/abc123 /sys/fs/cgroup rw - cgroup2 cgroup rw\n");
     t.write("/sys/fs/cgroup/cpu.max", "300000 100000\n");
     t.write("/sys/fs/cgroup/4/cpu.max", "100000 100000\n");
     BOOST_TEST(t.limit() == 3);
@@ -184,17 +191,18 @@ BOOST_AUTO_TEST_CASE(v1_cpu_mounted_alone_and_at_an_escaped_path) {
 BOOST_AUTO_TEST_CASE(missing_or_malformed_files_mean_no_limit) {
   BOOST_TEST(argus::detail::cgroup_cpu_limit("/nonexistent/argus/root").value_or(0) == 0u);
   const std::string good_cgroup = "0::/a\n";
-  for (const std::string& cpu_max : std::vector<std::string>{"", "\n", "max", "garbage", "100000", "-100000 100000", "100000 0",
-                                     "100000 -1", "100000 abc", "1e5 100000", "99999999999999999999 1",
-                                     std::string("100000\0 100000", 14)}) {
+  for (const std::string& cpu_max :
+       std::vector<std::string>{"", "\n", "max", "garbage", "100000", "-100000 100000", "100000 0",
+                                "100000 -1", "100000 abc", "1e5 100000", "99999999999999999999 1",
+                                std::string("100000\0 100000", 14)}) {
     fake_root t;
     t.write("/proc/self/cgroup", good_cgroup);
     t.write("/proc/self/mountinfo", v2_mountinfo);
     t.write("/sys/fs/cgroup/a/cpu.max", cpu_max);
     BOOST_TEST(t.limit() == 0u, "cpu.max '" << cpu_max << "'");
   }
-  for (const std::string& cgroup :
-       std::vector<std::string>{"", "\n", "garbage", "0:", "0::", "0::relative/path\n", "1:cpu\n", "4:memory:/a\n"}) {
+  for (const std::string& cgroup : std::vector<std::string>{
+           "", "\n", "garbage", "0:", "0::", "0::relative/path\n", "1:cpu\n", "4:memory:/a\n"}) {
     fake_root t;
     t.write("/proc/self/cgroup", cgroup);
     t.write("/proc/self/mountinfo", v2_mountinfo + v1_mountinfo);
@@ -202,9 +210,10 @@ BOOST_AUTO_TEST_CASE(missing_or_malformed_files_mean_no_limit) {
     t.write("/sys/fs/cgroup/a/cpu.max", "100000 100000");
     BOOST_TEST(t.limit() == 0u, "/proc/self/cgroup '" << cgroup << "'");
   }
-  for (const std::string& mountinfo :
-       std::vector<std::string>{"", "30 26 0:26 / /sys/fs/cgroup\n", "30 26 0:26 / /sys/fs/cgroup rw - cgroup2\n",
-        "30 26 0:26 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n", "30 26 0:26 / /sys/fs/cgroup rw cgroup2 cgroup2 rw\n"}) {
+  for (const std::string& mountinfo : std::vector<std::string>{
+           "", "30 26 0:26 / /sys/fs/cgroup\n", "30 26 0:26 / /sys/fs/cgroup rw - cgroup2\n",
+           "30 26 0:26 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n",
+           "30 26 0:26 / /sys/fs/cgroup rw cgroup2 cgroup2 rw\n"}) {
     fake_root t;
     t.write("/proc/self/cgroup", good_cgroup);
     t.write("/proc/self/mountinfo", mountinfo);
@@ -228,6 +237,7 @@ BOOST_AUTO_TEST_CASE(missing_or_malformed_files_mean_no_limit) {
 // The machine's own files parse without throwing, and whatever they say is a count >= 1.
 BOOST_AUTO_TEST_CASE(this_machine) {
   const auto limit = argus::detail::cgroup_cpu_limit();
-  BOOST_TEST_MESSAGE("cgroup CPU limit here: " << (limit ? std::to_string(*limit) : std::string("none")));
+  BOOST_TEST_MESSAGE(
+      "cgroup CPU limit here: " << (limit ? std::to_string(*limit) : std::string("none")));
   if (limit) BOOST_TEST(*limit >= 1u);
 }
