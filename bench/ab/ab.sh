@@ -4,7 +4,8 @@
 # driver (main.cpp) calls the two alternately, reporting the median ratio of their times.
 #
 #   bench/ab/ab.sh [options] REV_A REV_B [attention N ROUNDS CAUSAL THREADS | gemm M ROUNDS |
-#                                          split M ROUNDS D_MODEL D_K] [--peak]
+#                                          split M ROUNDS D_MODEL D_K |
+#                                          backward N ROUNDS CAUSAL THREADS] [--peak]
 #
 # REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
 # the working tree's include/ as it is now. The workload defaults to `attention 1024 40 0 1`.
@@ -34,7 +35,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2

@@ -19,6 +19,8 @@
 //   main gemm <m> <rounds>                                gemm_nn (m × 512) · (512 × 512)
 //   main split <m> <rounds> <d_model> <d_k>               gemm_nn_split (m × d_model) ·
 //                                                         (d_model × d_model) into heads of d_k
+//   main backward <n> <rounds> <causal 0|1> <threads>    flash_attention_backward, h 8, d 64,
+//                                                         float (O and lse from A's forward)
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/parallel.hpp"
 
@@ -36,6 +38,14 @@ extern "C" void argus_ab_attention_a(std::size_t, std::size_t, std::size_t, bool
                                      const float*, const float*, float*);
 extern "C" void argus_ab_attention_b(std::size_t, std::size_t, std::size_t, bool, const float*,
                                      const float*, const float*, float*);
+extern "C" void argus_ab_forward_lse_a(std::size_t, std::size_t, std::size_t, bool, const float*,
+                                       const float*, const float*, float*, float*);
+extern "C" void argus_ab_backward_a(std::size_t, std::size_t, std::size_t, bool, const float*,
+                                    const float*, const float*, const float*, const float*,
+                                    const float*, float*);
+extern "C" void argus_ab_backward_b(std::size_t, std::size_t, std::size_t, bool, const float*,
+                                    const float*, const float*, const float*, const float*,
+                                    const float*, float*);
 extern "C" void argus_ab_gemm_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
                                 float*);
 extern "C" void argus_ab_gemm_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
@@ -57,6 +67,7 @@ int usage() {
                "usage: main attention <n> <rounds> <causal 0|1> <threads>\n"
                "       main gemm <m> <rounds>\n"
                "       main split <m> <rounds> <d_model> <d_k>\n"
+               "       main backward <n> <rounds> <causal 0|1> <threads>\n"
                "       (any of them may end with --peak)\n");
   return 2;
 }
@@ -69,7 +80,8 @@ int main(int argc, char** argv) {
   if (argc < 4) return usage();
   const bool split = std::strcmp(argv[1], "split") == 0;
   const bool gemm = split || std::strcmp(argv[1], "gemm") == 0;
-  if (!gemm && std::strcmp(argv[1], "attention") != 0) return usage();
+  const bool backward = std::strcmp(argv[1], "backward") == 0;
+  if (!gemm && !backward && std::strcmp(argv[1], "attention") != 0) return usage();
   if (split && argc < 6) return usage();
   const std::size_t n = std::strtoul(argv[2], nullptr, 10);
   const int rounds = std::atoi(argv[3]);
@@ -99,6 +111,21 @@ int main(int argc, char** argv) {
       run_b = [&](float* c) { argus_ab_gemm_b(n, width, width, x.data(), y.data(), c); };
     }
     flops = 2.0 * double(n) * width * width;
+  } else if (backward) {
+    // x: Q, K, V, dO, then the forward's O and lse (A's kernels; both sides get the same).
+    x.resize(5 * heads * n * d + heads * n), out_a.resize(3 * heads * n * d);
+    for (float& e : x) e = u(rng);
+    const float* q = x.data();
+    const float* k = q + heads * n * d;
+    const float* v = k + heads * n * d;
+    const float* d_o = v + heads * n * d;
+    float* o = x.data() + 4 * heads * n * d;
+    float* lse = o + heads * n * d;
+    argus_ab_forward_lse_a(n, heads, d, causal, q, k, v, o, lse);
+    run_a = [=](float* g) { argus_ab_backward_a(n, heads, d, causal, q, k, v, o, lse, d_o, g); };
+    run_b = [=](float* g) { argus_ab_backward_b(n, heads, d, causal, q, k, v, o, lse, d_o, g); };
+    // The five products (S, dP, dV, dK, dQ), as bench_attention_backward counts them.
+    flops = 10.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
   } else {
     x.resize(3 * heads * n * d), out_a.resize(heads * n * d);
     for (float& e : x) e = u(rng);
@@ -154,7 +181,10 @@ int main(int argc, char** argv) {
     std::printf("gemm_nn_split (m x %zu) . (%zu x %zu) into heads of %zu", width, width, width,
                 d_k);
   else
-    std::printf("%s %s", gemm ? "gemm_nn" : "flash_attention",
+    std::printf("%s %s",
+                gemm       ? "gemm_nn"
+                : backward ? "flash_attention_backward"
+                           : "flash_attention",
                 gemm ? "(m x 512) . (512 x 512)" : "h 8 d 64");
   std::printf(" n %zu%s, %d thread(s), %d rounds of %d call(s)\n", n, causal ? " causal" : "",
               threads, rounds, reps);

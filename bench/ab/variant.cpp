@@ -3,6 +3,7 @@
 // ARGUS_KERNEL_ISA_NAMESPACE to argus_ab_a or argus_ab_b) and exported under C names, so that
 // two revisions' kernels live in one program without clashing.
 #include "argus/kernel/flash_attention.hpp"
+#include "argus/kernel/flash_attention_backward.hpp"
 #include "argus/kernel/gemm.hpp"
 
 #include <cmath>
@@ -11,21 +12,54 @@
 #define ARGUS_AB_CAT2(a, b) a##b
 #define ARGUS_AB_CAT(a, b) ARGUS_AB_CAT2(a, b)
 
-/// h heads of n queries and n keys of width d, each (1, h, n, d) contiguous; the problem is
-/// built here, from this side's own attention_problem, so that the two sides may differ in it.
-extern "C" void ARGUS_AB_CAT(argus_ab_attention_, ARGUS_AB_SIDE)(std::size_t n, std::size_t h,
-                                                                 std::size_t d, bool causal,
-                                                                 const float* q, const float* k,
-                                                                 const float* v, float* o) {
+namespace {
+/// The problem of argus_ab_attention_* (h heads of n queries and n keys of width d, each (1, h,
+/// n, d) contiguous), writing each row's log-sum-exp into lse (h, n).
+argus::kernel::attention_problem<float> ab_problem(std::size_t n, std::size_t h, std::size_t d,
+                                                   bool causal, const float* q, const float* k,
+                                                   const float* v, float* o, float* lse) {
   argus::kernel::attention_problem<float> p{};
   p.batch = 1, p.heads = h, p.kv_heads = h, p.seq_q = n, p.seq_kv = n, p.d_k = d, p.d_v = d;
   p.q = q, p.q_batch = h * n * d, p.q_head = n * d, p.q_row = d;
   p.k = k, p.k_batch = h * n * d, p.k_head = n * d, p.k_row = d;
   p.v = v, p.v_batch = h * n * d, p.v_head = n * d, p.v_row = d;
   p.o = o, p.o_batch = h * n * d, p.o_head = n * d, p.o_row = d;
+  p.lse = lse, p.lse_batch = h * n, p.lse_head = n;
   p.scale = 1.0f / std::sqrt(float(d));
   p.causal = causal;
-  argus::kernel::flash_attention(p);
+  return p;
+}
+}  // namespace
+
+/// h heads of n queries and n keys of width d, each (1, h, n, d) contiguous; the problem is
+/// built here, from this side's own attention_problem, so that the two sides may differ in it.
+extern "C" void ARGUS_AB_CAT(argus_ab_attention_, ARGUS_AB_SIDE)(std::size_t n, std::size_t h,
+                                                                 std::size_t d, bool causal,
+                                                                 const float* q, const float* k,
+                                                                 const float* v, float* o) {
+  argus::kernel::flash_attention(ab_problem(n, h, d, causal, q, k, v, o, nullptr));
+}
+
+/// The forward of argus_ab_attention_* that also stores lse (h · n floats), for a backward.
+extern "C" void ARGUS_AB_CAT(argus_ab_forward_lse_,
+                             ARGUS_AB_SIDE)(std::size_t n, std::size_t h, std::size_t d,
+                                            bool causal, const float* q, const float* k,
+                                            const float* v, float* o, float* lse) {
+  argus::kernel::flash_attention(ab_problem(n, h, d, causal, q, k, v, o, lse));
+}
+
+/// The fused backward of that forward (o, lse from it; d_o shaped as o): dQ, dK, dV written
+/// one after the other into grads (3 · h · n · d floats).
+extern "C" void ARGUS_AB_CAT(argus_ab_backward_,
+                             ARGUS_AB_SIDE)(std::size_t n, std::size_t h, std::size_t d,
+                                            bool causal, const float* q, const float* k,
+                                            const float* v, const float* o, const float* lse,
+                                            const float* d_o, float* grads) {
+  argus::kernel::attention_backward_problem<float> bp{};
+  bp.f = ab_problem(n, h, d, causal, q, k, v, const_cast<float*>(o), nullptr);
+  bp.lse = lse, bp.d_o = d_o;
+  bp.d_q = grads, bp.d_k = grads + h * n * d, bp.d_v = grads + 2 * h * n * d;
+  argus::kernel::flash_attention_backward(bp);
 }
 
 extern "C" void ARGUS_AB_CAT(argus_ab_gemm_, ARGUS_AB_SIDE)(std::size_t m, std::size_t n,

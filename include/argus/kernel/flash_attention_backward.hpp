@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <numbers>
@@ -174,14 +175,41 @@ inline bool crosses_diagonal(bool causal, std::size_t i0, std::size_t j0, std::s
   return causal && j0 + nk - 1 > i0;
 }
 
+/// row[j] = e^(row[j] − l) for j < nk (l the row's lse, not -inf), as 2^x: Fold, x = row[j] ·
+/// log2 e − l · log2 e in one FMA (l · log2 e rounded once for the row); else x = (row[j] −
+/// l) · log2 e. Four exponentials in flight.
+template <bool Fold, class T>
+[[gnu::always_inline]] inline void exponentiate_row(T* row, std::size_t nk, T l) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width;
+  const V lv = V::broadcast(l), log2e = V::broadcast(std::numbers::log2e_v<T>);
+  const V minus_l2 = V::broadcast(-(l * std::numbers::log2e_v<T>));
+  const auto exponent = [&](V x) __attribute__((always_inline)) {
+    if constexpr (Fold)
+      return fma(x, log2e, minus_l2);
+    else
+      return (x - lv) * log2e;
+  };
+  std::size_t j = 0;
+  for (; j + 4 * w <= nk; j += 4 * w) {
+    V e[4];
+    for (std::size_t u = 0; u < 4; ++u) e[u] = exponent(V::load(row + j + u * w));
+    exp2_nonpositive(e);
+    for (std::size_t u = 0; u < 4; ++u) e[u].store(row + j + u * w);
+  }
+  for (; j + w <= nk; j += w) exp2_nonpositive(exponent(V::load(row + j))).store(row + j);
+  if (j < nk)
+    exp2_nonpositive(
+        exponent(V::load_partial(row + j, nk - j, -std::numeric_limits<T>::infinity())))
+        .store_partial(row + j, nk - j);
+}
+
 /// P = e^(S − lse) in place on the (nq × nk) tile s (row stride bk), masks applied first;
 /// rows with lse = -inf become 0.
 template <class T>
 void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i0,
                         std::size_t nq, std::size_t j0, std::size_t nk, const T* lse, T* s,
                         std::size_t ld) noexcept {
-  using V = simd<T>;
-  constexpr std::size_t w = V::width;
   const T minus_inf = -std::numeric_limits<T>::infinity();
   const bool causal_cross = crosses_diagonal(p.causal, i0, j0, nk);
   const bool other_masks = p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
@@ -193,21 +221,14 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
       continue;
     }
     if (causal_cross || other_masks) mask_score_row(p, causal_cross, b, h, i0 + r, j0, nk, row);
-    const V lv = V::broadcast(l), log2e = V::broadcast(std::numbers::log2e_v<T>);
-    std::size_t j = 0;
     // S − lse <= 0 up to the rounding of recomputing S (lse >= the row's maximum): e^(S − lse)
-    // as 2^((S − lse) · log2 e), the forward's way (softmax_step); a tiny positive argument
-    // gives 2^x as accurately, -inf gives 0, NaN stays NaN.
-    for (; j + 4 * w <= nk; j += 4 * w) {  // four exponentials in flight
-      V e[4];
-      for (std::size_t u = 0; u < 4; ++u) e[u] = (V::load(row + j + u * w) - lv) * log2e;
-      exp2_nonpositive(e);
-      for (std::size_t u = 0; u < 4; ++u) e[u].store(row + j + u * w);
-    }
-    for (; j + w <= nk; j += w) exp2_nonpositive((V::load(row + j) - lv) * log2e).store(row + j);
-    if (j < nk)
-      exp2_nonpositive((V::load_partial(row + j, nk - j, minus_inf) - lv) * log2e)
-          .store_partial(row + j, nk - j);
+    // as 2^x, the forward's way (softmax_step): x = S · log2 e − lse · log2 e in one FMA
+    // where it rounds once and |lse| <= fold_bound, else (S − lse) · log2 e. A tiny positive
+    // x gives 2^x as accurately, -inf gives 0, NaN stays NaN.
+    if (fma_is_fused && std::abs(l) <= fold_bound<T>)
+      exponentiate_row<true>(row, nk, l);
+    else
+      exponentiate_row<false>(row, nk, l);
   }
 }
 
@@ -255,18 +276,29 @@ void sliver_probabilities_and_gradient(std::size_t ns, std::size_t d_k, std::siz
   using tile = gemm_tile<T>;
   constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
   const V log2e = V::broadcast(std::numbers::log2e_v<T>), vscale = V::broadcast(scale);
+  const V scale_log2e = V::broadcast(scale * std::numbers::log2e_v<T>);
   for (std::size_t jr = 0; jr < ns; jr += nr) {
     V acc[Rows][nv];
     unroll<Rows>([&](auto i) __attribute__((always_inline)) {
       unroll<nv>([&](auto j) __attribute__((always_inline)) { acc[i][j] = V::zero(); });
     });
     micro_tile_product<T, Rows>(d_k, q, k_t + jr * d_k, acc);
-    // P = e^(S − lse), as tile_probabilities computes it from the stored S.
+    // P = e^(S − lse) = 2^x, as tile_probabilities computes it from the stored S: x = acc ·
+    // (scale · log2 e) − lse · log2 e in one FMA where it rounds once and |lse| <=
+    // fold_bound (S is never rounded on its own), else (acc · scale − lse) · log2 e.
     unroll<Rows>([&](auto i) __attribute__((always_inline)) {
-      const V l = V::broadcast(lse[i]);
-      unroll<nv>([&](auto j) __attribute__((always_inline)) {
-        acc[i][j] = (acc[i][j] * vscale - l) * log2e;
-      });
+      const T li = lse[i];
+      if (fma_is_fused && std::abs(li) <= fold_bound<T>) {
+        const V minus_l2 = V::broadcast(-(li * std::numbers::log2e_v<T>));
+        unroll<nv>([&](auto j) __attribute__((always_inline)) {
+          acc[i][j] = fma(acc[i][j], scale_log2e, minus_l2);
+        });
+      } else {
+        const V l = V::broadcast(li);
+        unroll<nv>([&](auto j) __attribute__((always_inline)) {
+          acc[i][j] = (acc[i][j] * vscale - l) * log2e;
+        });
+      }
       exp2_nonpositive(acc[i]);
       unroll<nv>([&](auto j) __attribute__((always_inline)) {
         acc[i][j].store(p + i * ld + jr + j * w);

@@ -344,6 +344,66 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
 template <class T>
 inline constexpr T rescale_slack = T(8) * std::numbers::ln2_v<T>;
 
+/// Column maxima up to this magnitude fold the subtraction of m into an FMA (softmax_step):
+/// m · log2 e < 2^12 then rounds by at most 2^-13, so a column whose tiles did not all fold
+/// (a maximum crossing the bound; the decision is per register of columns) mixes weights
+/// whose scales differ by less than the logits' own rounding there (ulp(2048) = 2^-12).
+/// Larger logits, rare in attention, take the unfolded form, exact at any magnitude.
+template <class T>
+inline constexpr T fold_bound = T(2048);
+
+/// Whether softmax_step may take e^(s - m) as 2^(s · log2 e - m · log2 e), the subtraction
+/// folded into one FMA with m · log2 e formed once per column: where fma() rounds once and
+/// every column maximum of the register lies within ±fold_bound.
+template <class T>
+[[gnu::always_inline]] inline bool fold_log2e(simd<T> m) noexcept {
+  if constexpr (!fma_is_fused) {
+    (void)m;
+    return false;
+  } else {
+    using V = simd<T>;
+    const V bound = V::broadcast(fold_bound<T>);
+    return !V::any((m.v > bound.v) | (m.v < -bound.v));
+  }
+}
+
+/// P = 2^x over n keys of one register of columns (keys at the stride of a tile row), x the
+/// exponent each key's score s gives: Fold, x = s · log2 e - m2 in one FMA (m2 = m · log2 e,
+/// rounded once for the column, the same for every key and every tile); else x = (s - m) ·
+/// log2 e. Four exponentials in flight. Returns the sum of the weights.
+template <bool Fold, class T>
+[[gnu::always_inline]] inline simd<T> exponentiate_column(T* st, std::size_t n, simd<T> m,
+                                                          simd<T> m2) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t tile = flash_blocking<T>::q_tile;
+  const V log2e = V::broadcast(std::numbers::log2e_v<T>), minus_m2 = V::zero() - m2;
+  const auto exponent = [&](V s) __attribute__((always_inline)) {
+    if constexpr (Fold)
+      return fma(s, log2e, minus_m2);
+    else
+      return (s - m) * log2e;
+  };
+  V sum = V::zero();
+  std::size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    V e[4];
+#pragma GCC unroll 4
+    for (std::size_t u = 0; u < 4; ++u) e[u] = exponent(V::load(st + (j + u) * tile));
+    exp2_nonpositive(e);
+#pragma GCC unroll 4
+    for (std::size_t u = 0; u < 4; ++u) {
+      e[u].store(st + (j + u) * tile);
+      sum += e[u];
+    }
+  }
+  for (; j < n; ++j) {
+    const V e = exp2_nonpositive(exponent(V::load(st + j * tile)));
+    e.store(st + j * tile);
+    sum += e;
+  }
+  return sum;
+}
+
 /// One step of the online softmax for the first `lanes` columns of the score tile st (n
 /// keys) whose column maxima are top: where top > m + rescale_slack, m = top and alpha =
 /// e^(m_old - m), elsewhere m stays and alpha = 1; st becomes P = e^(st - m); l = alpha · l
@@ -352,16 +412,19 @@ inline constexpr T rescale_slack = T(8) * std::numbers::ln2_v<T>;
 /// whose accumulator holds 0 or NaN either way). A column whose keys have all been masked so
 /// far has m = -inf and is measured against 0 instead, so its P is exactly 0, never NaN.
 ///
-/// e^(s - m) is taken as 2^x with x = (s - m) · log2 e and exp2_nonpositive (FlashAttention's
-/// exp2), four keys' registers at a time: no Cody-Waite split, the subtraction going to an
-/// adder. Equal logits give equal weights; log2 e's rounding changes s - m by a relative
-/// 2e-8; nothing overflows, however large the logits (m · log2 e, formed first, would pass
-/// FLT_MAX above 2.4e38).
+/// e^(s - m) is taken as 2^x with exp2_nonpositive (FlashAttention's exp2), four keys'
+/// registers at a time, no Cody-Waite split. Where fma() rounds once, x = s · log2 e - m2 in
+/// one FMA, m2 = m · log2 e rounded once per column (FlashAttention-2's scale_apply_exp2):
+/// exact but for x's own rounding and m2's, which scales every weight of the column by the
+/// same factor (every tile's, alpha being 2^(m2_old - m2)) and so cancels in P / l; lse = m +
+/// ln l then carries it, about an ulp of m, as lse's own rounding. Elsewhere, and for a
+/// column maximum beyond ±fold_bound, x = (s - m) · log2 e: a subtraction and a product.
+/// Equal logits give equal weights either way.
 template <class T>
 bool softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T* l,
                   T* alpha) noexcept {
   using V = simd<T>;
-  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  constexpr std::size_t w = V::width;
   const V minus_inf = V::broadcast(-std::numeric_limits<T>::infinity());
   const V log2e = V::broadcast(std::numbers::log2e_v<T>);
   const V slack = V::broadcast(rescale_slack<T>);
@@ -374,32 +437,21 @@ bool softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T
     moved |= grows;
     const V m_new = select(grows, tile_max, m_old);
     const V m_use = select(m_new.v == minus_inf.v, V::zero(), m_new);
-    const V a = exp2_nonpositive((m_old - m_use) * log2e);
-    V sum = V::zero();
-    std::size_t j = 0;
-    for (; j + 4 <= n; j += 4) {  // four exponentials in flight
-      V e[4];
-#pragma GCC unroll 4
-      for (std::size_t u = 0; u < 4; ++u) e[u] = (V::load(st + (j + u) * tile + v) - m_use) * log2e;
-      exp2_nonpositive(e);
-#pragma GCC unroll 4
-      for (std::size_t u = 0; u < 4; ++u) {
-        e[u].store(st + (j + u) * tile + v);
-        sum += e[u];
-      }
-    }
-    for (; j < n; ++j) {
-      const V e = exp2_nonpositive((V::load(st + j * tile + v) - m_use) * log2e);
-      e.store(st + j * tile + v);
-      sum += e;
+    V a, sum;
+    // m_use >= m_old, or m_old = -inf (a = 0 either way): m_old · log2 e is finite or -inf.
+    if (fold_log2e(m_use)) {
+      const V m2 = m_use * log2e;
+      a = exp2_nonpositive(m_old * log2e - m2);  // m_old · log2 e: the earlier tiles' m2
+      sum = exponentiate_column<true>(st + v, n, m_use, m2);
+    } else {
+      a = exp2_nonpositive((m_old - m_use) * log2e);
+      sum = exponentiate_column<false>(st + v, n, m_use, m_use);
     }
     m_new.store(m + v);
     a.store(alpha + v);
     fma(V::load(l + v), a, sum).store(l + v);
   }
-  for (std::size_t u = 0; u < w; ++u)
-    if (moved[u] != 0) return true;
-  return false;
+  return V::any(moved);
 }
 
 /// top[r] = max_j st[j][r] over the n keys of a score tile, r < lanes (after masking).

@@ -109,6 +109,26 @@ struct simd {
 
   T operator[](std::size_t i) const noexcept { return v[i]; }
 
+  /// Whether any lane of m (a lane-wise comparison of two simd<T>) is set: one test
+  /// instruction where the target has one, not a lane-by-lane loop (which GCC 12 compiles to
+  /// an extraction and a branch per lane).
+  static bool any(mask_type m) noexcept {
+#if defined(__AVX512F__)
+    if constexpr (simd_bytes == 64) {
+      if constexpr (std::is_same_v<T, float>)
+        return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+      else
+        return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
+    }
+#endif
+#if defined(__AVX2__)
+    if constexpr (simd_bytes == 32) return _mm256_testz_si256((__m256i)m, (__m256i)m) == 0;
+#endif
+    bool set = false;
+    for (std::size_t u = 0; u < width; ++u) set |= m[u] != 0;
+    return set;
+  }
+
   friend simd operator+(simd a, simd b) noexcept { return {a.v + b.v}; }
   friend simd operator-(simd a, simd b) noexcept { return {a.v - b.v}; }
   friend simd operator*(simd a, simd b) noexcept { return {a.v * b.v}; }
@@ -138,6 +158,14 @@ struct simd {
     return m;
   }
 };
+
+/// Whether fma() below rounds once (the target has FMA instructions), not twice.
+inline constexpr bool fma_is_fused =
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+    true;
+#else
+    false;
+#endif
 
 /// a * b + c, fused (one rounding) where the target has FMA.
 template <class T>

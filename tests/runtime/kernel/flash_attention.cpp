@@ -10,6 +10,7 @@
 #include "argus/kernel/flash_attention.hpp"
 
 #include "argus/kernel/attention_backward.hpp"
+#include "argus/kernel/flash_attention_backward.hpp"
 #include "argus/kernel/parallel.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -435,6 +436,50 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(logits_near_the_largest_value_give_the_softmax, T,
           BOOST_TEST(o[i * d_v + c] == static_cast<T>(winner + c));
     }
   }
+  argus::set_num_threads(0);
+}
+
+// The backward of the same problem: P recomputed from the stored lse is exactly one-hot (the
+// winner's logit equals its lse), so dV's winner row is the sum of dO's rows, every other
+// gradient element 0: on the path that recomputes S in registers (no mask) and on the one
+// that masks a stored S (an additive mask of zeros), tiled and one-row, on 1 and 2 threads.
+// P = e^(S − lse) must not form lse · log2 e, which passes T's largest value here.
+BOOST_AUTO_TEST_CASE_TEMPLATE(logits_near_the_largest_value_give_the_gradients, T, scalar_types) {
+  const T big = std::sqrt(std::numeric_limits<T>::max());
+  const std::size_t keys = 300, winner = 150, d_v = 4;
+  std::vector<T> q(20, T(0.9) * big), k(keys), v(keys * d_v), o(20 * d_v), lse(20);
+  std::vector<T> d_o(20 * d_v, T(1)), d_q(20), d_k(keys), d_v_out(keys * d_v), zeros(20 * keys);
+  for (std::size_t j = 0; j < keys; ++j) {
+    k[j] = j == winner ? T(0.9) * big : (j % 2 == 0 ? T(0.8) * big : T(-0.5) * big);
+    for (std::size_t c = 0; c < d_v; ++c) v[j * d_v + c] = static_cast<T>(j + c);
+  }
+  for (std::size_t rows : {20, 1})
+    for (bool masked : {false, true})
+      for (unsigned threads : {1u, 2u}) {
+        argus::set_num_threads(threads);
+        argus::kernel::attention_backward_problem<T> bp{};
+        attention_problem<T>& p = bp.f;
+        p.batch = 1, p.heads = 1, p.kv_heads = 1, p.seq_q = rows, p.seq_kv = keys, p.d_k = 1;
+        p.d_v = d_v, p.scale = T(1);
+        p.q = q.data(), p.q_row = 1, p.k = k.data(), p.k_row = 1, p.v = v.data(), p.v_row = d_v;
+        p.o = o.data(), p.o_row = d_v, p.lse = lse.data(), p.lse_head = rows;
+        if (masked) p.additive = zeros.data(), p.add_row = keys;
+        argus::kernel::flash_attention(p);
+        bp.lse = lse.data(), bp.d_o = d_o.data();
+        bp.d_q = d_q.data(), bp.d_k = d_k.data(), bp.d_v = d_v_out.data();
+        std::fill(d_q.begin(), d_q.end(), T(-1));
+        std::fill(d_k.begin(), d_k.end(), T(-1));
+        std::fill(d_v_out.begin(), d_v_out.end(), T(-1));
+        argus::kernel::flash_attention_backward(bp);
+        BOOST_TEST_INFO("rows " << rows << ", masked " << masked << ", threads " << threads);
+        BOOST_TEST(lse[0] == q[0] * k[winner]);
+        for (std::size_t i = 0; i < rows; ++i) BOOST_TEST(d_q[i] == T(0));
+        for (std::size_t j = 0; j < keys; ++j) {
+          BOOST_TEST(d_k[j] == T(0));
+          for (std::size_t c = 0; c < d_v; ++c)
+            BOOST_TEST(d_v_out[j * d_v + c] == (j == winner ? static_cast<T>(rows) : T(0)));
+        }
+      }
   argus::set_num_threads(0);
 }
 
