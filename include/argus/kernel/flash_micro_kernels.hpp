@@ -90,33 +90,91 @@ struct flash_blocking {
   }
 };
 
+/// 2^x = p(r) · 2^n with x = n + r, n an integer, p a degree-6 polynomial with p(0) = 1 fitted
+/// to 2^r over r's range. exp2_nonpositive takes one of two reductions, each with its own fit:
+///   centred, r = x - round(x) in [-1/2, 1/2]: the Chebyshev interpolant of e^t on
+///     |t| <= ln2/2 written in r = t / ln 2 (relative error 2e-8 before rounding);
+///   fraction, r = x - floor(x) in [0, 1] (one vreduceps where AVX-512 DQ has it): a near-minimax
+///     fit of the relative error (Lawson's iteration on 4001 points, in double) holding p(1) = 2
+///     as well, so that an x just below an integer, whose fraction rounds to 1, gives the value at
+///     the integer; its float coefficients then moved by a few ulp where that lowered the error
+///     of the float evaluation (searched over 1.7e8 arguments).
+/// Measured against std::exp2 over every float x in [-2, 0), evaluated as exp2_nonpositive does
+/// (docs/performance.md, "The exponential's fraction by vreduceps"): centred 8.4e-8 worst
+/// relative error, 8.8e-9 rms; fraction 9.1e-8 and 1.2e-8, mean -1e-9.
+inline constexpr float exp2_centred_coefficients[] = {1.54614448547e-4f,
+                                                      1.34004279971e-3f,
+                                                      9.61805600673e-3f,
+                                                      5.55032715201e-2f,
+                                                      2.40226507187e-1f,
+                                                      6.93147182465e-1f,
+                                                      1.0f};
+inline constexpr float exp2_fraction_coefficients[] = {2.171500964e-4f,
+                                                       1.244089566e-3f,
+                                                       9.678092785e-3f,
+                                                       5.548415706e-2f,
+                                                       2.402295172e-1f,
+                                                       6.931470037e-1f,
+                                                       1.0f};
+
+/// p(r) lane-wise for the coefficients c (highest degree first), N registers at once.
+template <class V, std::size_t N, std::size_t K>
+[[gnu::always_inline]] inline void exp2_polynomial(const float (&c)[K], const V (&r)[N],
+                                                   V (&p)[N]) noexcept {
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < N; ++i) p[i] = fma(V::broadcast(c[0]), r[i], V::broadcast(c[1]));
+#pragma GCC unroll 8
+  for (std::size_t k = 2; k < K; ++k)
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) p[i] = fma(p[i], r[i], V::broadcast(c[k]));
+}
+
 /// 2^x lane-wise for x <= 8 (the construction holds below 128): the softmax's arguments,
 /// (s - m) · log2 e with m at most rescale_slack below s. N registers at once: each step runs
 /// on all N before the next, so that N independent chains are in flight (Zen 1's FP scheduler
 /// holds about one chain's worth of operations; measured in docs/performance.md). float:
-/// x = n + r with n = round(x) and |r| <= 1/2, both exact (no Cody-Waite split, which e^x
-/// needs for n ln 2), 2^r by a degree-6 polynomial in t = r ln 2 (the Chebyshev interpolant of
-/// e^t on |t| <= ln2/2, relative error 2e-8 before rounding), and the result is p · 2^n,
-/// rounded once. -inf and every x <= -126.5 give exactly 0, x down to -126 a normal number, a
-/// NaN gives NaN. AVX-512: n by vrndscaleps, p · 2^n by vscalefps, whose mask zeroes
-/// x <= -126.5; 10 vector operations. Elsewhere: x is clamped to -127 from below (a NaN stays
-/// NaN), n comes from adding a rounding constant t (whose low mantissa bits then hold
-/// n + 127) and 2^n from t's bits (+0 for n = -127); 12 vector operations, 7 of them FMAs or
-/// products. The two agree to the bit but at half-integer x, where the first rounds n to even
-/// and the second n + 127 (equally exact reductions, results within an ulp; docs/performance.md,
-/// "The exponential with vscalefps"). double: std::exp2 per lane.
+/// x = n + r and 2^r by a polynomial (the coefficients above), no Cody-Waite split
+/// (which e^x needs for n ln 2): the reductions below are exact, but for x - floor(x) at
+/// -1 < x < 0, 1 + x rounded to float (by at most 2^-25: 2e-8 of 2^r). The result is
+/// p · 2^n, rounded once. -inf and every x <= -126.5 give exactly 0, x down to -126 a normal
+/// number, a NaN gives NaN. The ways, by target:
+///   AVX-512 with DQ: r = x - floor(x) in one vreduceps and p · 2^floor(x) in one vscalefps
+///     (which floors its exponent operand itself), whose mask zeroes x <= -126.5: 9 vector
+///     operations (rounding by vrndscaleps, two µops on Intel cores, and a subtraction cost
+///     2.4 % of the loop nest on an Intel Xeon, docs/performance.md).
+///   AVX-512 without DQ: n = round(x) by vrndscaleps, r = x - n, p · 2^n by vscalefps; 10.
+///   Elsewhere: x is clamped to -127 from below (a NaN stays NaN), n comes from adding a
+///     rounding constant t (whose low mantissa bits then hold n + 127) and 2^n from t's bits
+///     (+0 for n = -127); 12 vector operations, 7 of them FMAs or products.
+/// The last two agree to the bit but at half-integer x, where the first rounds n to even and
+/// the second n + 127 (equally exact reductions, results within an ulp; docs/performance.md,
+/// "The exponential with vscalefps"); the first differs from them by about an ulp (another
+/// polynomial). double: std::exp2 per lane.
 template <class T, std::size_t N>
 [[gnu::always_inline]] inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
   if constexpr (std::is_same_v<T, float>) {
     using V = simd<float>;  // not simd<T>: a dependent vector_size would be dropped
-    V n[N], r[N], p[N];     // on AVX-512 n holds n; elsewhere n + 1.5 · 2^23 + 127
+    V r[N], p[N];
 #if defined(__AVX512F__)
     const V floor = V::broadcast(-126.5f);
+#if defined(__AVX512DQ__)
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) r[i] = fraction_above_floor(x[i]);
+    exp2_polynomial(exp2_fraction_coefficients, r, p);
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) x[i] = scale_by_exp2(p[i], x[i], x[i], floor);
+#else
+    V n[N];
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < N; ++i) n[i] = round_to_integer(x[i]);
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - n[i];
+    exp2_polynomial(exp2_centred_coefficients, r, p);
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < N; ++i) x[i] = scale_by_exp2(p[i], n[i], x[i], floor);
+#endif
 #else
+    V n[N];  // n + 1.5 · 2^23 + 127
     // 1.5 · 2^23 + 127: adding it rounds to an integer and leaves n + 127 in the low bits.
     const V shifter = V::broadcast(12582912.0f + 127.0f);
     V lowest = V::broadcast(-127.0f);
@@ -131,24 +189,7 @@ template <class T, std::size_t N>
     for (std::size_t i = 0; i < N; ++i) n[i] = x[i] + shifter;
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - (n[i] - shifter);
-#endif
-    constexpr float c[] = {1.54614448547e-4f,
-                           1.34004279971e-3f,
-                           9.61805600673e-3f,
-                           5.55032715201e-2f,
-                           2.40226507187e-1f,
-                           6.93147182465e-1f,
-                           1.0f};
-#pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) p[i] = fma(V::broadcast(c[0]), r[i], V::broadcast(c[1]));
-#pragma GCC unroll 8
-    for (std::size_t k = 2; k < 7; ++k)
-#pragma GCC unroll 8
-      for (std::size_t i = 0; i < N; ++i) p[i] = fma(p[i], r[i], V::broadcast(c[k]));
-#if defined(__AVX512F__)
-#pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) x[i] = scale_by_exp2(p[i], n[i], x[i], floor);
-#else
+    exp2_polynomial(exp2_centred_coefficients, r, p);
     using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));
     static_assert(sizeof(U) == sizeof(V::native));
 #pragma GCC unroll 8

@@ -199,8 +199,19 @@ inline simd<T> fma(simd<T> a, simd<T> b, simd<T> c) noexcept {
       v, __mmask16(0xffff), v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
 }
 
-/// p · 2^n for integral n, rounded once (vscalefps), in the lanes where x is above `floor`
-/// or NaN; +0 in the others (x <= floor, -inf among them).
+#if defined(__AVX512DQ__)
+/// x - floor(x), in [0, 1] (vreduceps): exact for |x| >= 1 and x >= 0; for -1 < x < 0 it is
+/// 1 + x rounded to float (1 itself for x > -2^-25). NaN stays NaN.
+[[gnu::always_inline]] inline simd<float> fraction_above_floor(simd<float> x) noexcept {
+  // The masked form with every lane kept, as round_to_integer.
+  const __m512 v = (__m512)x.v;
+  return {(simd<float>::native)_mm512_mask_reduce_ps(v, __mmask16(0xffff), v,
+                                                     _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+}
+#endif
+
+/// p · 2^floor(n), rounded once (vscalefps; n integral or not), in the lanes where x is above
+/// `floor` or NaN; +0 in the others (x <= floor, -inf among them).
 [[gnu::always_inline]] inline simd<float> scale_by_exp2(simd<float> p, simd<float> n, simd<float> x,
                                                         simd<float> floor) noexcept {
   const __mmask16 keep = _mm512_cmp_ps_mask((__m512)x.v, (__m512)floor.v, _CMP_NLE_UQ);

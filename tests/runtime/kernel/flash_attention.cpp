@@ -545,7 +545,23 @@ BOOST_AUTO_TEST_CASE(base_2_exponential_of_nonpositive_arguments) {
     const double ref = std::exp2(static_cast<double>(x));
     worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
   }
+  // Arguments just below 0 and just below each integer, where x - floor(x) lies near 1 (on
+  // AVX-512 DQ the reduction's fraction, which rounds to 1 above -2^-25).
+  for (float x = -1e-3f; x < -1e-38f; x *= 0.75f) {
+    const double ref = std::exp2(static_cast<double>(x));
+    worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
+  }
+  for (int k = 0; k >= -125; --k) {
+    float x = static_cast<float>(k);
+    for (int ulp = 0; ulp < 4; ++ulp) {
+      x = std::nextafter(x, -std::numeric_limits<float>::infinity());
+      const double ref = std::exp2(static_cast<double>(x));
+      worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
+    }
+  }
   BOOST_TEST(worst < 3e-7);  // a few ulp
+  for (float x : {-0x1p-26f, -0x1p-30f, -1e-30f, -std::numeric_limits<float>::denorm_min()})
+    BOOST_TEST(exp2_nonpositive(V::broadcast(x))[0] == 1.0f);  // 2^x rounds to 1
   V four[4];
   for (std::size_t i = 0; i < 4; ++i)
     for (std::size_t u = 0; u < V::width; ++u)
