@@ -5,7 +5,8 @@
 #
 #   bench/ab/ab.sh [options] REV_A REV_B [attention N ROUNDS CAUSAL THREADS | gemm M ROUNDS |
 #                                          split M ROUNDS D_MODEL D_K |
-#                                          backward N ROUNDS CAUSAL THREADS] [--peak]
+#                                          backward N ROUNDS CAUSAL THREADS |
+#                                          mha N ROUNDS CAUSAL THREADS] [--peak]
 #
 # REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
 # the working tree's include/ as it is now. The workload defaults to `attention 1024 40 0 1`.

@@ -21,6 +21,8 @@
 //                                                         (d_model × d_model) into heads of d_k
 //   main backward <n> <rounds> <causal 0|1> <threads>    flash_attention_backward, h 8, d 64,
 //                                                         float (O and lse from A's forward)
+//   main mha <n> <rounds> <causal 0|1> <threads>         the fused MHA forward's kernels, d_model
+//                                                         512, h 8 (variant.cpp, argus_ab_mha_*)
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/parallel.hpp"
 
@@ -54,6 +56,10 @@ extern "C" void argus_ab_split_a(std::size_t, std::size_t, std::size_t, const fl
                                  float*);
 extern "C" void argus_ab_split_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
                                  float*);
+extern "C" void argus_ab_mha_a(std::size_t, std::size_t, std::size_t, bool, const float*,
+                               const float*, float*, float*);
+extern "C" void argus_ab_mha_b(std::size_t, std::size_t, std::size_t, bool, const float*,
+                               const float*, float*, float*);
 
 namespace {
 
@@ -68,6 +74,7 @@ int usage() {
                "       main gemm <m> <rounds>\n"
                "       main split <m> <rounds> <d_model> <d_k>\n"
                "       main backward <n> <rounds> <causal 0|1> <threads>\n"
+               "       main mha <n> <rounds> <causal 0|1> <threads>\n"
                "       (any of them may end with --peak)\n");
   return 2;
 }
@@ -81,7 +88,8 @@ int main(int argc, char** argv) {
   const bool split = std::strcmp(argv[1], "split") == 0;
   const bool gemm = split || std::strcmp(argv[1], "gemm") == 0;
   const bool backward = std::strcmp(argv[1], "backward") == 0;
-  if (!gemm && !backward && std::strcmp(argv[1], "attention") != 0) return usage();
+  const bool mha = std::strcmp(argv[1], "mha") == 0;
+  if (!gemm && !backward && !mha && std::strcmp(argv[1], "attention") != 0) return usage();
   if (split && argc < 6) return usage();
   const std::size_t n = std::strtoul(argv[2], nullptr, 10);
   const int rounds = std::atoi(argv[3]);
@@ -96,7 +104,7 @@ int main(int argc, char** argv) {
   if (split && (width == 0 || d_k == 0 || width % d_k != 0)) return usage();
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x, y, out_a, out_b;
+  std::vector<float> x, y, out_a, out_b, scratch_a, scratch_b;
   std::function<void(float*)> run_a, run_b;
   double flops;
   if (gemm) {
@@ -126,6 +134,25 @@ int main(int argc, char** argv) {
     run_b = [=](float* g) { argus_ab_backward_b(n, heads, d, causal, q, k, v, o, lse, d_o, g); };
     // The five products (S, dP, dV, dK, dQ), as bench_attention_backward counts them.
     flops = 10.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
+  } else if (mha) {
+    // x (n, 512), then W_Q, W_K, W_V, W_O (512 × 512 each, scaled so that the logits stay of
+    // order one); each side its own scratch for Q, K, V and the merged heads.
+    constexpr std::size_t dm = heads * d;
+    x.resize(n * dm + 4 * dm * dm), out_a.resize(n * dm);
+    scratch_a.resize(4 * n * dm), scratch_b.resize(4 * n * dm);
+    for (float& e : x) e = u(rng);
+    for (std::size_t i = n * dm; i < x.size(); ++i) x[i] /= std::sqrt(float(dm));
+    const float* xs = x.data();
+    const float* w = xs + n * dm;
+    run_a = [&, xs, w](float* o) {
+      argus_ab_mha_a(n, heads, d, causal, xs, w, scratch_a.data(), o);
+    };
+    run_b = [&, xs, w](float* o) {
+      argus_ab_mha_b(n, heads, d, causal, xs, w, scratch_b.data(), o);
+    };
+    // The four projections and the two products of the loop nest.
+    flops = 8.0 * double(n) * dm * dm +
+            4.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
   } else {
     x.resize(3 * heads * n * d), out_a.resize(heads * n * d);
     for (float& e : x) e = u(rng);
@@ -184,8 +211,11 @@ int main(int argc, char** argv) {
     std::printf("%s %s",
                 gemm       ? "gemm_nn"
                 : backward ? "flash_attention_backward"
+                : mha      ? "mha forward (kernels)"
                            : "flash_attention",
-                gemm ? "(m x 512) . (512 x 512)" : "h 8 d 64");
+                gemm  ? "(m x 512) . (512 x 512)"
+                : mha ? "d_model 512 h 8 d 64"
+                      : "h 8 d 64");
   std::printf(" n %zu%s, %d thread(s), %d rounds of %d call(s)\n", n, causal ? " causal" : "",
               threads, rounds, reps);
   std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),

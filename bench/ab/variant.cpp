@@ -5,7 +5,9 @@
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/flash_attention_backward.hpp"
 #include "argus/kernel/gemm.hpp"
+#include "argus/kernel/parallel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -73,4 +75,41 @@ extern "C" void ARGUS_AB_CAT(argus_ab_split_, ARGUS_AB_SIDE)(std::size_t m, std:
                                                              std::size_t block, const float* a,
                                                              const float* b, float* c) {
   argus::kernel::gemm_nn_split<float>(m, d, d, 1.0f, a, d, b, d, c, block, block, m * block);
+}
+
+/// The fused MHA forward's kernels in the order the fused evaluator runs them (self-attention,
+/// batch 1, h heads of width d, d_model = h · d, no bias): x (n, d_model) times W_Q, W_K, W_V
+/// written straight into split heads (h, n, d) (gemm_nn_split), the loop nest on those heads
+/// writing merged heads (n, d_model), then the output projection (gemm_nn). The products'
+/// rows are cut into one block per thread, as the evaluator's split_product cuts a product of
+/// so many rows. w: W_Q, W_K, W_V, W_O one after the other (d_model × d_model each); scratch:
+/// 4 · n · d_model floats (Q, K, V, the merged heads); out (n, d_model).
+extern "C" void ARGUS_AB_CAT(argus_ab_mha_, ARGUS_AB_SIDE)(std::size_t n, std::size_t h,
+                                                           std::size_t d, bool causal,
+                                                           const float* x, const float* w,
+                                                           float* scratch, float* out) {
+  const std::size_t dm = h * d, tasks = std::max<std::size_t>(1, argus::num_threads());
+  const std::size_t per = (n + tasks - 1) / tasks;
+  float* const q = scratch;  // (H,SEQ,D_K)
+  float* const k = q + n * dm;
+  float* const v = k + n * dm;
+  float* const o = v + n * dm;  // (SEQ,D_MODEL)
+  const auto by_rows = [&](auto&& f) {
+    argus::kernel::parallel_for(tasks, [&](std::size_t t, std::size_t) {
+      if (t * per < n) f(t * per, std::min(per, n - t * per));
+    });
+  };
+  float* const heads[] = {q, k, v};
+  by_rows([&](std::size_t r0, std::size_t m) {
+    for (std::size_t j = 0; j < 3; ++j)
+      argus::kernel::gemm_nn_split<float>(m, dm, dm, 1.0f, x + r0 * dm, dm, w + j * dm * dm, dm,
+                                          heads[j] + r0 * d, d, d, n * d);
+  });
+  argus::kernel::attention_problem<float> p = ab_problem(n, h, d, causal, q, k, v, o, nullptr);
+  p.o_batch = n * dm, p.o_head = d, p.o_row = dm;
+  argus::kernel::flash_attention(p);
+  by_rows([&](std::size_t r0, std::size_t m) {
+    argus::kernel::gemm_nn<float>(m, dm, dm, 1.0f, o + r0 * dm, dm, w + 3 * dm * dm, dm,
+                                  out + r0 * dm, dm);
+  });
 }
