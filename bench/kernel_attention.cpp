@@ -126,8 +126,9 @@ void flash_item_parts(benchmark::State& state) {
       const auto t0 = clock::now();
       const kd::flash_item<float> it = kd::start_query_item(data.p, plan, layout, task);
       const auto t1 = clock::now();
+      kd::output_prefetch<float> prefetch(it, 0, n);  // as flash_attention's items do
       for (std::size_t j0 = 0; j0 < n; j0 += layout.k_tile)
-        kd::run_item<float, d, d>(it, j0, std::min(n, j0 + layout.k_tile));
+        kd::run_item<float, d, d>(it, j0, std::min(n, j0 + layout.k_tile), &prefetch);
       const auto t2 = clock::now();
       for (std::size_t si = 0; si < it.set_count; ++si)
         kd::store_set(data.p, it.b, it.sets[si], it.dvp);
