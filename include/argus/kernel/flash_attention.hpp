@@ -438,7 +438,8 @@ class output_prefetch {
  public:
   /// Spread over the key tiles of [ja, jb) (one call of next() each).
   output_prefetch(const flash_item<T>& it, std::size_t ja, std::size_t jb) noexcept : it_(it) {
-    const std::size_t lines_per_row = (it.p->d_v * sizeof(T) + 63) / 64;
+    // One more than a row's lines: a row that does not start on a line ends in one more.
+    const std::size_t lines_per_row = (it.p->d_v * sizeof(T) + 63) / 64 + 1;
     const std::size_t end = item_keys_end(it, jb);
     const std::size_t tiles = end > ja ? (end - ja + it.k_tile - 1) / it.k_tile : 0;
     std::size_t rows = 0;
@@ -452,9 +453,8 @@ class output_prefetch {
     for (std::size_t n = 0; n < per_tile_ && set_ < it_.set_count; ++n) {
       const row_set<T>& s = it_.sets[set_];
       const T* o = p.o + it_.b * p.o_batch + s.head[row_] * p.o_head + s.query[row_] * p.o_row;
-      // Line `line_` of the row; its last element for the last line (a row that is not aligned
-      // ends in a line of its own).
-      __builtin_prefetch(line_ + 1 < lines_ ? o + line_ * (64 / sizeof(T)) : o + p.d_v - 1, 1, 3);
+      // Every 64 bytes from the row's start, and its last element.
+      __builtin_prefetch(o + std::min(line_ * (64 / sizeof(T)), p.d_v - 1), 1, 3);
       if (++line_ == lines_) {
         line_ = 0;
         if (++row_ == s.rows) row_ = 0, ++set_;
