@@ -7,9 +7,11 @@
 #                                          split M ROUNDS D_MODEL D_K |
 #                                          backward N ROUNDS CAUSAL THREADS |
 #                                          mha N ROUNDS CAUSAL THREADS] [--peak]
+#                              [+ WORKLOAD [--peak] ...]
 #
 # REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
-# the working tree's include/ as it is now. The workload defaults to `attention 1024 40 0 1`.
+# the working tree's include/ as it is now. The workload defaults to `attention 1024 40 0 1`;
+# several workloads joined by `+` run one after the other on one build of the program.
 # --peak after the workload: every round also measures the FMA peak of its thread count, and
 # each side's median share of the peak of its own round is reported (WORKTREE WORKTREE with
 # --peak: one revision's % of peak, measured so that the host's drift moves it least).
@@ -36,7 +38,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2
@@ -90,4 +92,13 @@ echo "ab.sh: A = $rev_a, B = $rev_b; $cxx ${flags[*]}"
 wait %1
 wait %2
 "$cxx" "${flags[@]}" "$tmp/main.o" "$tmp/a.o" "$tmp/b.o" -o "$tmp/ab"
-"$tmp/ab" "${workload[@]}"
+# Each workload of the `+`-separated list in turn.
+one=()
+for arg in "${workload[@]}" +; do
+  if [[ $arg == + ]]; then
+    if [[ ${#one[@]} -gt 0 ]]; then "$tmp/ab" "${one[@]}"; fi
+    one=()
+  else
+    one+=("$arg")
+  fi
+done
