@@ -540,24 +540,19 @@ BOOST_AUTO_TEST_CASE(base_2_exponential_of_nonpositive_arguments) {
   const double slack = argus::kernel::detail::rescale_slack<double> * std::numbers::log2e;
   BOOST_TEST(slack == 8.0, boost::test_tools::tolerance(1e-12));
   double worst = 0;  // relative error against std::exp2 in double
-  for (int step = -16100; step <= 252000; ++step) {
-    const float x = -0.0005f * static_cast<float>(step);  // from +8.05 to -126
+  const auto check = [&](float x) {
     const double ref = std::exp2(static_cast<double>(x));
     worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
-  }
+  };
+  for (int step = -16100; step <= 252000; ++step)
+    check(-0.0005f * static_cast<float>(step));  // from +8.05 to -126
   // Arguments just below 0 and just below each integer, where x - floor(x) lies near 1 (on
   // AVX-512 DQ the reduction's fraction, which rounds to 1 above -2^-25).
-  for (float x = -1e-3f; x < -1e-38f; x *= 0.75f) {
-    const double ref = std::exp2(static_cast<double>(x));
-    worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
-  }
+  for (float x = -1e-3f; x < -1e-38f; x *= 0.75f) check(x);
   for (int k = 0; k >= -125; --k) {
     float x = static_cast<float>(k);
-    for (int ulp = 0; ulp < 4; ++ulp) {
-      x = std::nextafter(x, -std::numeric_limits<float>::infinity());
-      const double ref = std::exp2(static_cast<double>(x));
-      worst = std::max(worst, std::abs(exp2_nonpositive(V::broadcast(x))[0] - ref) / ref);
-    }
+    for (int ulp = 0; ulp < 4; ++ulp)
+      check(x = std::nextafter(x, -std::numeric_limits<float>::infinity()));
   }
   BOOST_TEST(worst < 3e-7);  // a few ulp
   for (float x : {-0x1p-26f, -0x1p-30f, -1e-30f, -std::numeric_limits<float>::denorm_min()})
