@@ -51,6 +51,7 @@
 #include <algorithm>
 #include <atomic>
 #include <c10/core/CPUAllocator.h>
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -120,6 +121,40 @@ counting_allocator& allocator() {
   return *a;
 }
 
+/// Where the BLAS is OpenBLAS built for several CPUs (Debian's is): ", its <core> kernels", the
+/// kernel set it chose for this CPU, or OPENBLAS_CORETYPE's. A CPU newer than the OpenBLAS
+/// release gets an old set: 0.3.21 runs its SSE3 kernels ("Prescott") on an Intel Xeon of
+/// family 6 model 207 (Emerald Rapids), where the MHA row at n 1024 took 225-310 ms with them,
+/// 174 ms with its Haswell kernels and 85 ms with its SkylakeX ones (docs/performance.md), so
+/// the words then say so and how to choose another.
+std::string openblas_core_words() {
+  using corename_fn = char* (*)();
+  auto* corename = reinterpret_cast<corename_fn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  if (corename == nullptr || corename() == nullptr) return {};
+  const std::string core = corename();
+  std::string words = ", its " + core + " kernels";
+  std::string lower = core;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool old_set = lower == "prescott" || lower == "core2" || lower == "penryn" ||
+                       lower == "dunnington" || lower == "nehalem" || lower == "atom" ||
+                       lower == "katmai" || lower == "coppermine" || lower == "northwood" ||
+                       lower == "banias" || lower == "opteron" || lower == "opteron_sse3" ||
+                       lower == "barcelona" || lower == "nano" || lower == "sandybridge";
+#if defined(__x86_64__) || defined(__i386__)
+  if (old_set && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    const bool avx512 = __builtin_cpu_supports("avx512f");
+    words += std::string(" (an older CPU's: this OpenBLAS does not know this one, which has ") +
+             (avx512 ? "AVX-512" : "AVX2") +
+             "; OPENBLAS_CORETYPE=" + (avx512 ? "SkylakeX" : "Haswell") +
+             " chooses kernels that use it)";
+  }
+#else
+  (void)old_set;
+#endif
+  return words;
+}
+
 /// The BLAS library libtorch's matrix products resolve to, by the directory Debian's
 /// alternatives keep it in ("openblas-openmp", "blis-pthread", ...; "blas" is the reference),
 /// or else by the file that defines it (PyPI's libtorch links MKL into libtorch_cpu.so).
@@ -140,7 +175,8 @@ std::string blas_words() {
   const std::string file = path.substr(slash + 1);
   if (file.rfind("libblas.so", 0) != 0) return "BLAS in " + file;  // not an alternative
   const std::string name = path.substr(dir + 1, slash - dir - 1);
-  return "BLAS " + name + (name == "blas" ? " (the reference BLAS: slow)" : "");
+  return "BLAS " + name + (name == "blas" ? " (the reference BLAS: slow)" : "") +
+         openblas_core_words();
 }
 
 std::string setup_words(int threads) {
