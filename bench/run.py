@@ -454,6 +454,12 @@ def targets(core, mha, memory):
             out.append("- %s: not measured in this run" % label)
             return
         ratios = ", ".join("n %d, %d thread%s: %.2f×" % (n, t, "s" if t > 1 else "", v) for n, t, v in vals)
+        # The torch rows' label says when OpenBLAS ran an older CPU's kernels (bench/peers/
+        # torch_attention.cpp): a ratio against those flatters argus.
+        if any("older CPU's" in (evs.get(peer, {}).get("label") or "")
+               for (fam, _), evs in mha.items() if fam == "BM_mha"):
+            ratios += ("; libtorch ran on OpenBLAS's kernels for an older CPU (the rows' label names the "
+                       "OPENBLAS_CORETYPE for this one): not a fair ratio")
         if minimum is None:
             out.append("- %s: %s" % (label, ratios))
             return
