@@ -173,7 +173,8 @@ std::string blas_words() {
   const auto dir = path.rfind('/', slash == 0 ? 0 : slash - 1);
   if (slash == std::string::npos || dir == std::string::npos) return "BLAS " + path;
   const std::string file = path.substr(slash + 1);
-  if (file.rfind("libblas.so", 0) != 0) return "BLAS in " + file;  // not an alternative
+  if (file.rfind("libblas.so", 0) != 0)  // not an alternative
+    return "BLAS in " + file + openblas_core_words();
   const std::string name = path.substr(dir + 1, slash - dir - 1);
   return "BLAS " + name + (name == "blas" ? " (the reference BLAS: slow)" : "") +
          openblas_core_words();
