@@ -43,11 +43,17 @@
 // module_rows::min_pairs pairs (Google Benchmark stops at --benchmark_min_time) runs the rest
 // after it, untimed by Google Benchmark but in the statistics. Two rows run minutes apart meet
 // different loads on a shared machine; the calls of a pair meet the same, so the spread of the
-// ratio is the comparison's, not the machine's drift. During the row argus's workers block as soon
-// as they are idle (set_spin_wait(0)), so that they take no core from the other library; but on
-// more than one thread the other library's idle threads meet argus's calls whichever way they
-// wait (polling through them, or woken for each of its own calls), so read paired rows on one
-// thread and compare multi-thread rows unpaired.
+// ratio is the comparison's, not the machine's drift. On more than one thread each timed call
+// follows an untimed call of the same evaluator: a library's idle threads poll on for a while
+// after its call (argus's for spin_wait(), 200 us; OpenMP's, unless OMP_WAIT_POLICY says
+// otherwise, for its spin count, milliseconds), and without it the other library's would sit
+// on the cores through the start of the timed call, or, made to block at once, pay a wake-up
+// per parallel region. So each library is timed as in a loop of its own calls (its threads
+// polling between its regions), once the other's have settled; the row's time is one pair's,
+// these calls included. (On the 2 vCPUs of an Intel Xeon, argus's workers made to block at once
+// and oneDNN's polling, the AVX2 build's MHA at n 1024 took 54 ms a call and oneDNN's 59 ms,
+// both slower than on 1 thread: docs/performance.md, "Paired rows on two threads". A library
+// whose threads never stop polling, OMP_WAIT_POLICY=active, still takes argus's cores.)
 #pragma once
 
 #include <argus/argus.hpp>
@@ -387,19 +393,6 @@ void paired_row(benchmark::State& state, const other_evaluator& other, std::size
   }
   reset_rss_high_water();
   state.SetLabel(call.label);
-  // argus's idle workers would otherwise poll on while the other library runs, on the cores
-  // it wants. The other library's may do the same to argus, or (OpenMP with
-  // OMP_WAIT_POLICY=passive) sleep and pay a wake-up per call: on more than one thread a
-  // pair's calls interfere either way (the top of this header).
-  struct passive_workers {  // restored however the row ends
-    std::chrono::microseconds before = argus::spin_wait();
-    passive_workers() { argus::set_spin_wait(std::chrono::microseconds{0}); }
-    passive_workers(const passive_workers&) = delete;
-    passive_workers& operator=(const passive_workers&) = delete;
-    passive_workers(passive_workers&&) = delete;
-    passive_workers& operator=(passive_workers&&) = delete;
-    ~passive_workers() { argus::set_spin_wait(before); }
-  } passive;
   auto ours = [&] { evaluate(setup.y, fused, out); };
   ours();  // warm, as timed_loop does
   std::vector<double> fused_ms, other_ms, ratios;
@@ -410,10 +403,16 @@ void paired_row(benchmark::State& state, const other_evaluator& other, std::size
     benchmark::ClobberMemory();
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   };
+  // On more than one thread, an untimed call first: the other library's threads settle and
+  // this one's are polling, as in a loop of its own calls (the top of this header).
+  auto timed = [&](auto&& f) {
+    if (threads > 1) f();
+    return ms_of(f);
+  };
   auto pair = [&] {
     const bool fused_first = fused_ms.size() % 2 == 0;
-    const double a = fused_first ? ms_of(ours) : ms_of(call.run);
-    const double b = fused_first ? ms_of(call.run) : ms_of(ours);
+    const double a = fused_first ? timed(ours) : timed(call.run);
+    const double b = fused_first ? timed(call.run) : timed(ours);
     fused_ms.push_back(fused_first ? a : b);
     other_ms.push_back(fused_first ? b : a);
     ratios.push_back(other_ms.back() / fused_ms.back());
