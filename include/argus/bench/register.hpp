@@ -44,16 +44,20 @@
 // after it, untimed by Google Benchmark but in the statistics. Two rows run minutes apart meet
 // different loads on a shared machine; the calls of a pair meet the same, so the spread of the
 // ratio is the comparison's, not the machine's drift. On more than one thread each timed call
-// follows an untimed call of the same evaluator: a library's idle threads poll on for a while
-// after its call (argus's for spin_wait(), 200 us; OpenMP's, unless OMP_WAIT_POLICY says
-// otherwise, for its spin count, milliseconds), and without it the other library's would sit
-// on the cores through the start of the timed call, or, made to block at once, pay a wake-up
-// per parallel region. So each library is timed as in a loop of its own calls (its threads
-// polling between its regions), once the other's have settled; the row's time is one pair's,
-// these calls included. (On the 2 vCPUs of an Intel Xeon, argus's workers made to block at once
-// and oneDNN's polling, the AVX2 build's MHA at n 1024 took 54 ms a call and oneDNN's 59 ms,
-// both slower than on 1 thread: docs/performance.md, "Paired rows on two threads". A library
-// whose threads never stop polling, OMP_WAIT_POLICY=active, still takes argus's cores.)
+// follows untimed calls of the same evaluator, for paired_settle (20 ms) and at least one call: a
+// library's idle threads poll on for a while after its call (argus's for spin_wait(), 200 us;
+// OpenMP's, unless OMP_WAIT_POLICY says otherwise, for its spin count, milliseconds), and without
+// them the other library's would sit on the cores through the start of the timed call, or, made to
+// block at once, pay a wake-up per parallel region. So each library is timed as in a loop of its
+// own calls (its threads polling between its regions), once the other's have settled; the row's
+// time is one pair's, these calls included. (One untimed call was not enough where a call is
+// shorter than OpenMP's polling: at n 128 on 2 threads argus's call took 1.9 ms paired with oneDNN
+// and 1.1 ms with a settle of 5 ms or more.) A runtime that polls longer than paired_settle (LLVM's
+// libomp: KMP_BLOCKTIME, 200 ms) needs its polling shortened for these rows. (On the 2 vCPUs of an
+// Intel Xeon, argus's workers made to block at once and oneDNN's polling, the AVX2 build's MHA
+// at n 1024 took 54 ms a call and oneDNN's 59 ms, both slower than on 1 thread:
+// docs/performance.md, "Paired rows on two threads". A library whose threads never stop polling,
+// OMP_WAIT_POLICY=active, still takes argus's cores.)
 #pragma once
 
 #include <argus/argus.hpp>
@@ -376,6 +380,13 @@ inline double quantile(const std::vector<double>& v, double q) {
   return v[lo] + (at - double(lo)) * (v[hi] - v[lo]);
 }
 
+/// How long, at least, a paired row on more than one thread runs untimed calls of a library
+/// before timing one (the top of this header): longer than OpenMP's threads poll after a call
+/// when OMP_WAIT_POLICY is unset (libgomp's 300 000 spins, "about 3 ms, 5 times longer or
+/// shorter depending on the CPU"; 2-5 ms measured on an Intel Xeon, docs/performance.md
+/// "Paired rows on two threads").
+inline constexpr std::chrono::milliseconds paired_settle{20};
+
 /// One fused_vs_<other> row: see the top of this header.
 template <class Module>
 void paired_row(benchmark::State& state, const other_evaluator& other, std::size_t batch,
@@ -403,10 +414,15 @@ void paired_row(benchmark::State& state, const other_evaluator& other, std::size
     benchmark::ClobberMemory();
     return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   };
-  // On more than one thread, an untimed call first: the other library's threads settle and
-  // this one's are polling, as in a loop of its own calls (the top of this header).
+  // On more than one thread, untimed calls first, for paired_settle and at least one call:
+  // the other library's threads settle and this one's are polling, as in a loop of its own
+  // calls (the top of this header).
   auto timed = [&](auto&& f) {
-    if (threads > 1) f();
+    if (threads > 1) {
+      const auto until = clock::now() + paired_settle;
+      do f();
+      while (clock::now() < until);
+    }
     return ms_of(f);
   };
   auto pair = [&] {
