@@ -15,8 +15,14 @@
 //           micro-kernel: mr x nr of C in registers, kc rank-1 updates
 // Packing copies rows of A as they are (a sliver keeps a fixed row stride kc, which the
 // micro-kernel folds into constant displacements); B is packed into nr-wide panels, through
-// register transposes for gemm_nt. Tile and block sizes, and the measurements that chose
-// them, are in gemm_microkernel.hpp.
+// register transposes for gemm_nt. A product of one sliver (m <= mr: a token being decoded)
+// packs no B: the copy would cost what the product reads, so the micro-kernel reads a
+// row-major B's whole panels where they lie, fetching its rows a few steps ahead
+// (gemm_micro_kernel_direct_b; the same result to the bit). Measured on an Intel Xeon (family
+// 6 model 207), one thread, (m x 512) . (512 x 512), bench/ab/ab.sh: m 1 1.9x faster with
+// AVX-512 and 2.2x with AVX2, m 12 1.9x; with W 2048 x 2048 (from L3) m 1 1.25x, m 12 1.16x.
+// Two slivers gained with a W in L2 and lost with one in L3 (m 16: 0.97); so one sliver only.
+// Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
 // 175 GFLOP/s (best of repeated 5 ms runs, by thread CPU time; the machine was shared):
@@ -258,6 +264,10 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
   }
 }
 
+/// Products of at most this many slivers of A read a row-major B's whole panels in place
+/// (gemm, gemm_micro_kernel_direct_b).
+inline constexpr std::size_t direct_b_slivers = 1;
+
 /// The loop nest of gemm_nn (TransposedB false), gemm_nt (TransposedB true) and, with
 /// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
 /// C's columns come in blocks of c_block (any width >= 1; n + 1 for one block), block b
@@ -266,7 +276,8 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
 /// straddles two blocks goes through gemm_gathered_tile.
 /// `panels`, when not null, is a matrix of k rows and `panels_n` columns packed by
 /// pack_b_blocked (TransposedB false), of which B is the columns from `panels_col0` on: its
-/// panels are read where they lie and `b` is not read.
+/// panels are read where they lie and `b` is not read. Without panels, a row-major B
+/// (TransposedB false) multiplied by at most direct_b_slivers slivers is read in place.
 template <bool TransposedB, class T, bool TransposedA = false>
 void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
           const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate,
@@ -298,6 +309,17 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(short_rows);
       const auto tall_kernel =
           gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
+      // Few rows (at most direct_b_slivers slivers) of a row-major B that is not prepacked:
+      // its whole panels are read where they lie (gemm_micro_kernel_direct_b) instead of
+      // copied first, the copy costing as much as the product reads when one or two slivers
+      // read the panel (one token being decoded: x is one row, W is read once). Narrow and
+      // straddling tiles are packed as before.
+      const bool direct = !TransposedB && panels == nullptr && slivers <= direct_b_slivers;
+      const auto direct_kernel =
+          direct ? gemm_micro_kernel_direct_b_for<T, a_layout>(short_rows) : nullptr;
+      const auto direct_tall_kernel =
+          direct ? gemm_micro_kernel_direct_b_for<T, a_layout>(std::min(short_rows + 1, tile::mr))
+                 : nullptr;
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
         const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
@@ -333,6 +355,16 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           // its first use, so that the copy overlaps the micro-kernels around it and the
           // panel is still in L1 when first read. Prepacked (pack_b_blocked), k block pc
           // starts at pc * packed_width(panels_n) and holds every panel, kc x nr each.
+          const T* tile_bias = block_bias ? block_bias + jr : nullptr;
+          const std::size_t col = jc + jr;
+          const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
+          if (direct && whole) {
+            (s < tall_slivers ? direct_tall_kernel : direct_kernel)(
+                kc, buffers.a, b + pc * ldb + col, ldb,
+                c_rows + col / c_block * c_block_stride + col % c_block, ldc, alpha, tile_bias,
+                load_c);
+            continue;
+          }
           const T* panel =
               panels ? panels + pc * packed_width<T>(panels_n) + (panels_col0 + jc + jr) * kc
                      : buffers.b + jr * kc;
@@ -343,9 +375,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
             else
               pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, dst);
           }
-          const T* tile_bias = block_bias ? block_bias + jr : nullptr;
-          const std::size_t col = jc + jr;
-          if (cols == tile::nr && col % c_block + tile::nr <= c_block)
+          if (whole)
             kernel(kc, buffers.a, panel, c_rows + col / c_block * c_block_stride + col % c_block,
                    ldc, alpha, tile_bias, load_c);
           else

@@ -72,13 +72,21 @@ enum class sliver_layout { rows, steps, strided_steps };
 /// (p, j) at b[p * nr + j]). Each k step loads nv vectors of B and broadcasts Rows scalars of
 /// A. The micro-kernel below and the fused epilogues of the backward pass
 /// (flash_attention_backward.hpp) run it.
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
-[[gnu::always_inline]] inline void micro_tile_product(
-    std::size_t kc, const T* __restrict a, const T* __restrict b,
-    simd<T> (&acc)[Rows][gemm_tile<T>::nv]) noexcept {
+/// Steps of k ahead that gemm_micro_kernel_direct_b fetches B's rows.
+inline constexpr std::size_t direct_b_ahead = 16;
+
+/// With DirectB, b is not a packed panel but nr columns of a row-major B read where they lie,
+/// its k steps ldb elements apart (gemm's products of one sliver: see gemm.hpp).
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
+          bool DirectB = false>
+[[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
+                                                      const T* __restrict b,
+                                                      simd<T> (&acc)[Rows][gemm_tile<T>::nv],
+                                                      std::size_t ldb = 0) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
-  constexpr std::size_t nv = tile::nv, nr = tile::nr, w = tile::width;
+  constexpr std::size_t nv = tile::nv, w = tile::width;
+  const std::size_t nr = DirectB ? ldb : tile::nr;
   // Distance between rows of the sliver, and between k steps.
   constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
   constexpr std::size_t step = Layout == sliver_layout::rows    ? 1
@@ -86,6 +94,13 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
                                                                 : tile::kc;
   for (std::size_t p = 0; p < kc; ++p) {
     V bv[nv];
+    if constexpr (DirectB) {
+      // B's rows are ldb apart, one or two cache lines each: fetched direct_b_ahead steps early
+      // (the hardware's prefetchers follow the packed panel's sequential reads, not these).
+      constexpr std::size_t line = 64 / sizeof(T);
+      for (std::size_t l = 0; l < nv * w; l += line)
+        __builtin_prefetch(b + direct_b_ahead * ldb + l);
+    }
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     unroll<Rows>([&](auto i) __attribute__((always_inline)) {
       const V ai = V::broadcast(a[i * lda]);
@@ -105,10 +120,15 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 /// b: packed panel, element (p, j) at b[p * nr + j].
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
-void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
-                       T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
-                       bool load_c) noexcept {
+/// With DirectB (gemm_micro_kernel_direct_b), b is nr columns of a row-major B, k steps ldb
+/// apart, read in place.
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
+          bool DirectB = false>
+[[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
+                                                          const T* __restrict b, std::size_t ldb,
+                                                          T* __restrict c, std::size_t ldc, T alpha,
+                                                          const T* __restrict bias,
+                                                          bool load_c) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
   constexpr std::size_t nv = tile::nv, w = tile::width;
@@ -121,7 +141,7 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
 
-  micro_tile_product<T, Rows, Layout>(kc, a, b, acc);
+  micro_tile_product<T, Rows, Layout, DirectB>(kc, a, b, acc, ldb);
 
   const V va = V::broadcast(alpha);
   V vb[nv];
@@ -138,9 +158,40 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
   });
 }
 
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
+                       T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
+                       bool load_c) noexcept {
+  gemm_micro_kernel_body<T, Rows, Layout>(kc, a, b, 0, c, ldc, alpha, bias, load_c);
+}
+
+/// gemm_micro_kernel with b nr columns of a row-major B (element (p, j) at b[p * ldb + j]),
+/// read in place instead of from a packed panel: the same operations in the same order, so
+/// the same result to the bit.
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
+                                std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
+                                const T* __restrict bias, bool load_c) noexcept {
+  gemm_micro_kernel_body<T, Rows, Layout, true>(kc, a, b, ldb, c, ldc, alpha, bias, load_c);
+}
+
 template <class T>
 using gemm_micro_kernel_ptr = void (*)(std::size_t, const T*, const T*, T*, std::size_t, T,
                                        const T*, bool) noexcept;
+template <class T>
+using gemm_micro_kernel_direct_b_ptr = void (*)(std::size_t, const T*, const T*, std::size_t, T*,
+                                                std::size_t, T, const T*, bool) noexcept;
+
+/// gemm_micro_kernel_direct_b<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows>
+gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
+  static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
+    return std::array<gemm_micro_kernel_direct_b_ptr<T>, sizeof...(R)>{
+        &gemm_micro_kernel_direct_b<T, R + 1, Layout>...};
+  }
+  (std::make_index_sequence<gemm_tile<T>::mr>{});
+  return table[rows - 1];
+}
 
 /// gemm_micro_kernel<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
 template <class T, sliver_layout Layout = sliver_layout::rows>

@@ -446,6 +446,70 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
   BOOST_TEST(failures == 0u);
 }
 
+// A product of one sliver (m <= mr rows) reads B's whole panels where they lie instead of
+// packing them (detail::gemm_micro_kernel_direct_b): the same operations in the same order, so
+// each of its rows must be, to the bit, that row of the same product over more rows (two or
+// more slivers, B packed), at every k block (k over kc, the second block adding to the first),
+// with B's rows wider than n and its base off alignment, columns split into blocks (tiles
+// straddling two blocks are gathered), bias and accumulate; and nothing outside C is written.
+BOOST_AUTO_TEST_CASE_TEMPLATE(one_sliver_reads_b_in_place_to_the_bit, T, element_types) {
+  constexpr std::size_t mr = argus::kernel::detail::gemm_tile<T>::mr;
+  constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::size_t failures = 0, checked = 0;
+  for (std::size_t m = 1; m <= mr; ++m)
+    for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}})
+      for (const std::size_t k : {std::size_t{7}, std::size_t{300}, std::size_t{600}})
+        for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
+          for (const bool accumulate : {false, true}) {
+            const std::size_t tall = m + mr + 1, ldb = n + 5, lda = k + 2;
+            std::vector<T> a(tall * lda), b(k * ldb + 1), bias(n);
+            for (auto& x : a) x = T(dist(rng));
+            for (auto& x : b) x = T(dist(rng));
+            for (auto& x : bias) x = T(dist(rng));
+            const std::size_t blocks = (n + block - 1) / block;
+            const std::size_t ldc = std::min(block, n) + 2;
+            auto c_of = [&](std::size_t rows) {
+              const std::size_t stride = rows * ldc + 3;
+              std::vector<T> c(blocks * stride, T(sentinel));
+              for (std::size_t q = 0; q < blocks; ++q)
+                for (std::size_t i = 0; i < rows; ++i)
+                  for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
+                    c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j + 2) : T(sentinel);
+              return std::pair{c, stride};
+            };
+            auto [one, one_stride] = c_of(m);
+            auto [many, many_stride] = c_of(tall);
+            const std::vector<T> untouched = one;
+            argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data() + 1, ldb,
+                                            one.data(), ldc, block, one_stride, bias.data(),
+                                            accumulate);
+            argus::kernel::gemm_nn_split<T>(tall, n, k, T(0.5), a.data(), lda, b.data() + 1, ldb,
+                                            many.data(), ldc, block, many_stride, bias.data(),
+                                            accumulate);
+            ++checked;
+            bool same = true;
+            for (std::size_t q = 0; q < blocks; ++q)
+              for (std::size_t i = 0; i < m; ++i)
+                for (std::size_t j = 0; j < ldc; ++j) {
+                  const std::size_t at = q * one_stride + i * ldc + j;
+                  const bool in_c = j < std::min(block, n - q * block);
+                  const T want = in_c ? many[q * many_stride + i * ldc + j] : untouched[at];
+                  same = same && std::memcmp(&one[at], &want, sizeof(T)) == 0;
+                }
+            for (std::size_t q = 0; q < blocks; ++q)  // each block's gap after its rows
+              for (std::size_t at = q * one_stride + m * ldc; at < (q + 1) * one_stride; ++at)
+                same = same && one[at] == untouched[at];
+            if (!same && ++failures <= 5)
+              BOOST_ERROR("m " << m << " n " << n << " k " << k << " block " << block
+                               << " accumulate " << accumulate << ": differs from the product over "
+                               << tall << " rows");
+          }
+  BOOST_TEST(checked == mr * 3 * 3 * 3 * 2);
+  BOOST_TEST(failures == 0u);
+}
+
 // gemm_packed_b over the first n of n' packed columns: a last panel narrower than nr is
 // computed whole and its valid columns kept (detail::gemm_narrow_tile), so every column gets
 // the operations it gets in the product over all n' columns, to the bit, with C accumulated
