@@ -73,7 +73,7 @@ enum class sliver_layout { rows, steps, strided_steps };
 /// A. The micro-kernel below and the fused epilogues of the backward pass
 /// (flash_attention_backward.hpp) run it.
 /// Steps of k ahead that gemm_micro_kernel_direct_b fetches B's rows.
-inline constexpr std::size_t direct_b_ahead = 16;
+inline constexpr std::size_t direct_b_ahead = 8;
 
 /// With DirectB, b is not a packed panel but nr columns of a row-major B read where they lie,
 /// its k steps ldb elements apart (gemm's products of one sliver: see gemm.hpp).
