@@ -19,9 +19,10 @@
 // packs no B: the copy would cost what the product reads, so the micro-kernel reads a
 // row-major B's whole panels where they lie, fetching its rows a few steps ahead
 // (gemm_micro_kernel_direct_b; the same result to the bit). Measured on an Intel Xeon (family
-// 6 model 207), one thread, (m x 512) . (512 x 512), bench/ab/ab.sh: m 1 1.9x faster with
-// AVX-512 and 2.2x with AVX2, m 12 1.9x; with W 2048 x 2048 (from L3) m 1 1.25x, m 12 1.16x.
-// Two slivers gained with a W in L2 and lost with one in L3 (m 16: 0.97); so one sliver only.
+// 6 model 207), one thread, (m x 512) . (512 x 512), bench/ab/ab.sh: m 1 2.1x faster with
+// AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x); W 2048 x 2048 (from L3): m 1 1.4x,
+// m 12 1.16x, but the AVX2 kernels' m 6 0.97x. Two slivers gained with a W in L2 and lost
+// with one in L3 (m 16: 0.97x), so one sliver only (docs/performance.md).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
