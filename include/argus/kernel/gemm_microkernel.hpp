@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -97,9 +98,12 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
     if constexpr (DirectB) {
       // B's rows are ldb apart, one or two cache lines each: fetched direct_b_ahead steps early
       // (the hardware's prefetchers follow the packed panel's sequential reads, not these).
-      constexpr std::size_t line = 64 / sizeof(T);
-      for (std::size_t l = 0; l < nv * w; l += line)
-        __builtin_prefetch(b + direct_b_ahead * ldb + l);
+      // (Addresses as integers: the rows past B's last are fetched, never read, and a pointer
+      // to them would point outside B.)
+      const std::uintptr_t ahead =
+          reinterpret_cast<std::uintptr_t>(b) + direct_b_ahead * ldb * sizeof(T);
+      for (std::size_t l = 0; l < nv * w * sizeof(T); l += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(ahead + l));
     }
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     unroll<Rows>([&](auto i) __attribute__((always_inline)) {
