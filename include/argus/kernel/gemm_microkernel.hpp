@@ -189,25 +189,31 @@ template <class T>
 using gemm_micro_kernel_direct_b_ptr = void (*)(std::size_t, const T*, const T*, std::size_t, T*,
                                                 std::size_t, T, const T*, bool) noexcept;
 
+/// make(integral_constant<rows>) for rows = 1 .. Rows, as an array indexed by rows - 1: a
+/// table of one micro-kernel per sliver height, built at compile time.
+template <std::size_t Rows, class Make>
+constexpr auto table_by_rows(Make make) noexcept {
+  return [&]<std::size_t... R>(std::index_sequence<R...>) {
+    return std::array{make(std::integral_constant<std::size_t, R + 1>{})...};
+  }
+  (std::make_index_sequence<Rows>{});
+}
+
 /// gemm_micro_kernel_direct_b<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
 template <class T, sliver_layout Layout = sliver_layout::rows>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
-  static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
-    return std::array<gemm_micro_kernel_direct_b_ptr<T>, sizeof...(R)>{
-        &gemm_micro_kernel_direct_b<T, R + 1, Layout>...};
-  }
-  (std::make_index_sequence<gemm_tile<T>::mr>{});
+  static constexpr auto table =
+      table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
+        return &gemm_micro_kernel_direct_b<T, r(), Layout>;
+      });
   return table[rows - 1];
 }
 
 /// gemm_micro_kernel<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
 template <class T, sliver_layout Layout = sliver_layout::rows>
 gemm_micro_kernel_ptr<T> gemm_micro_kernel_for(std::size_t rows) noexcept {
-  static constexpr auto table = []<std::size_t... R>(std::index_sequence<R...>) {
-    return std::array<gemm_micro_kernel_ptr<T>, sizeof...(R)>{
-        &gemm_micro_kernel<T, R + 1, Layout>...};
-  }
-  (std::make_index_sequence<gemm_tile<T>::mr>{});
+  static constexpr auto table = table_by_rows<gemm_tile<T>::mr>(
+      [](auto r) -> gemm_micro_kernel_ptr<T> { return &gemm_micro_kernel<T, r(), Layout>; });
   return table[rows - 1];
 }
 
