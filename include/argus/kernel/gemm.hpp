@@ -312,8 +312,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
       // Few rows (at most direct_b_slivers slivers) of a row-major B that is not prepacked:
       // its whole panels are read where they lie (gemm_micro_kernel_direct_b) instead of
-      // copied first, the copy costing as much as the product reads when one or two slivers
-      // read the panel (one token being decoded: x is one row, W is read once). Narrow and
+      // copied first, the copy costing as much as the product's own reads when one sliver
+      // reads each panel (one token being decoded: x is one row, W is read once). Narrow and
       // straddling tiles are packed as before.
       const bool direct = !TransposedB && panels == nullptr && slivers <= direct_b_slivers;
       const auto direct_kernel =

@@ -67,15 +67,17 @@ template <std::size_t N, class F>
 /// read in place: the backward pass's P and dS tiles, flash_attention_backward.hpp).
 enum class sliver_layout { rows, steps, strided_steps };
 
+/// Steps of k ahead that gemm_micro_kernel_direct_b fetches B's rows (Intel Xeon, family 6
+/// model 207: 8 at least as fast as 4, 16 and 32, with AVX-512 and with AVX2;
+/// docs/performance.md, "One sliver reads W in place").
+inline constexpr std::size_t direct_b_ahead = 8;
+
 /// acc[i][j] += Σ_p A(i, p) · B(p, j · width ..) over kc steps: the register tile's loop, for
 /// an A sliver (element (i, p) at a[i * gemm_tile<T>::kc + p] for Layout rows, a[p * Rows + i]
 /// for steps, a[p * gemm_tile<T>::kc + i] for strided_steps) and a packed B panel (element
 /// (p, j) at b[p * nr + j]). Each k step loads nv vectors of B and broadcasts Rows scalars of
 /// A. The micro-kernel below and the fused epilogues of the backward pass
 /// (flash_attention_backward.hpp) run it.
-/// Steps of k ahead that gemm_micro_kernel_direct_b fetches B's rows.
-inline constexpr std::size_t direct_b_ahead = 8;
-
 /// With DirectB, b is not a packed panel but nr columns of a row-major B read where they lie,
 /// its k steps ldb elements apart (gemm's products of one sliver: see gemm.hpp).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
@@ -165,6 +167,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   });
 }
 
+/// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
                        T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
