@@ -321,6 +321,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const auto direct_tall_kernel =
           direct ? gemm_micro_kernel_direct_b_for<T, a_layout>(std::min(short_rows + 1, tile::mr))
                  : nullptr;
+      // One row of A (one token): several panels at once where they lie within one block of
+      // C's columns (gemm_micro_kernel_direct_b_row), so that W's rows are swept once for them.
+      constexpr std::size_t row_cols = direct_b_row_vectors<T> * tile::width;
+      std::size_t covered = 0;  // columns [jc, jc + covered) of this block done so
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
         const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
@@ -346,6 +350,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         const std::size_t per_panel = (lines + panels_in_block - 1) / panels_in_block;
         std::size_t fetched = 0;
         for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
+          if (jr < covered) continue;
           if constexpr (!TransposedA)
             for (std::size_t f = 0; f < per_panel && fetched < lines; ++f, ++fetched) {
               const std::size_t r = fetched / row_lines, l = fetched % row_lines;
@@ -359,6 +364,14 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
           const std::size_t col = jc + jr;
           const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
+          if (direct && m == 1 && jr + row_cols <= nc && col % c_block + row_cols <= c_block) {
+            gemm_micro_kernel_direct_b_row<T, a_layout>(
+                kc, buffers.a, b + pc * ldb + col, ldb,
+                c_rows + col / c_block * c_block_stride + col % c_block, ldc, alpha, tile_bias,
+                load_c);
+            covered = jr + row_cols;
+            continue;
+          }
           if (direct && whole) {
             (s < tall_slivers ? direct_tall_kernel : direct_kernel)(
                 kc, buffers.a, b + pc * ldb + col, ldb,

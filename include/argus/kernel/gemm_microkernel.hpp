@@ -78,17 +78,18 @@ inline constexpr std::size_t direct_b_ahead = 8;
 /// (p, j) at b[p * nr + j]). Each k step loads nv vectors of B and broadcasts Rows scalars of
 /// A. The micro-kernel below and the fused epilogues of the backward pass
 /// (flash_attention_backward.hpp) run it.
-/// With DirectB, b is not a packed panel but nr columns of a row-major B read where they lie,
-/// its k steps ldb elements apart (gemm's products of one sliver: see gemm.hpp).
+/// With DirectB, b is not a packed panel but NV vectors of a row of a row-major B read where
+/// they lie, its k steps ldb elements apart (gemm's products of one sliver: see gemm.hpp).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false>
+          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
-                                                      simd<T> (&acc)[Rows][gemm_tile<T>::nv],
+                                                      simd<T> (&acc)[Rows][NV],
                                                       std::size_t ldb = 0) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
-  constexpr std::size_t nv = tile::nv, w = tile::width;
+  constexpr std::size_t nv = NV, w = tile::width;
+  static_assert(DirectB || NV == tile::nv, "a packed panel is nv vectors wide");
   const std::size_t nr = DirectB ? ldb : tile::nr;
   // Distance between rows of the sliver, and between k steps.
   constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
@@ -132,7 +133,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 /// With DirectB (gemm_micro_kernel_direct_b), b is nr columns of a row-major B, k steps ldb
 /// apart, read in place.
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false>
+          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           T* __restrict c, std::size_t ldc, T alpha,
@@ -140,7 +141,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
                                                           bool load_c) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
-  constexpr std::size_t nv = tile::nv, w = tile::width;
+  constexpr std::size_t nv = NV, w = tile::width;
   static_assert(Rows >= 1 && Rows <= tile::mr);
 
   V acc[Rows][nv];
@@ -150,7 +151,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
 
-  micro_tile_product<T, Rows, Layout, DirectB>(kc, a, b, acc, ldb);
+  micro_tile_product<T, Rows, Layout, DirectB, NV>(kc, a, b, acc, ldb);
 
   const V va = V::broadcast(alpha);
   V vb[nv];
@@ -183,6 +184,23 @@ void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* 
                                 std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
   gemm_micro_kernel_body<T, Rows, Layout, true>(kc, a, b, ldb, c, ldc, alpha, bias, load_c);
+}
+
+/// Vectors of B's row that gemm_micro_kernel_direct_b_row covers: 256 bytes (64 floats: one
+/// head of d_k 64), at most 8 registers.
+template <class T>
+inline constexpr std::size_t direct_b_row_vectors = 256 / simd_bytes < 8 ? 256 / simd_bytes : 8;
+
+/// gemm_micro_kernel_direct_b for one row of A against direct_b_row_vectors vectors of B's
+/// row at once (several panels): W's rows are swept once for those columns instead of once a
+/// panel, each k step reading 256 contiguous bytes of the row. The same operations on every
+/// element, in the same order, as the one-panel kernels: the same result to the bit.
+template <class T, sliver_layout Layout = sliver_layout::rows>
+void gemm_micro_kernel_direct_b_row(std::size_t kc, const T* __restrict a, const T* __restrict b,
+                                    std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
+                                    const T* __restrict bias, bool load_c) noexcept {
+  gemm_micro_kernel_body<T, 1, Layout, true, direct_b_row_vectors<T>>(kc, a, b, ldb, c, ldc, alpha,
+                                                                      bias, load_c);
 }
 
 template <class T>

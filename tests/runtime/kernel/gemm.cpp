@@ -447,7 +447,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
 }
 
 // A product of one sliver (m <= mr rows) reads B's whole panels where they lie instead of
-// packing them (detail::gemm_micro_kernel_direct_b): the same operations in the same order, so
+// packing them (detail::gemm_micro_kernel_direct_b; for one row, several panels at once,
+// detail::gemm_micro_kernel_direct_b_row): the same operations in the same order, so
 // each of its rows must be, to the bit, that row of the same product over more rows (two or
 // more slivers, B packed), at every k block (k over kc, the second block adding to the first),
 // with B's rows wider than n and its base off alignment, columns split into blocks (tiles
