@@ -18,11 +18,14 @@
 // register transposes for gemm_nt. A product of one sliver (m <= mr: a token being decoded)
 // packs no B: the copy would cost what the product reads, so the micro-kernel reads a
 // row-major B's whole panels where they lie, fetching its rows a few steps ahead
-// (gemm_micro_kernel_direct_b; the same result to the bit). Measured on an Intel Xeon (family
-// 6 model 207), one thread, (m x 512) . (512 x 512), bench/ab/ab.sh: m 1 2.1x faster with
-// AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x); W 2048 x 2048 (from L3): m 1 1.4x,
-// m 12 1.16x, but the AVX2 kernels' m 6 0.97x. Two slivers gained with a W in L2 and lost
-// with one in L3 (m 16: 0.97x), so one sliver only (docs/performance.md).
+// (gemm_micro_kernel_direct_b; the same result to the bit), and one row of A covers several
+// panels per sweep of B's rows (gemm_micro_kernel_direct_b_row, 256 bytes of a row per k
+// step: against one panel at a time 1.13x faster with AVX-512, 1.59x with AVX2, whose panels
+// are one cache line wide). Measured on an Intel Xeon (family 6 model 207), one thread,
+// (m x 512) . (512 x 512), bench/ab/ab.sh, the one-panel kernels against packing: m 1 2.1x
+// faster with AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x); W 2048 x 2048 (from L3):
+// m 1 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x. Two slivers gained with a W in L2
+// and lost with one in L3 (m 16: 0.97x), so one sliver only (docs/performance.md).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
