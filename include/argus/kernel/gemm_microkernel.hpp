@@ -130,8 +130,9 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 /// b: packed panel, element (p, j) at b[p * nr + j].
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
-/// With DirectB (gemm_micro_kernel_direct_b), b is nr columns of a row-major B, k steps ldb
-/// apart, read in place.
+/// With DirectB (gemm_micro_kernel_direct_b, gemm_micro_kernel_direct_b_row), b is NV vectors
+/// of columns of a row-major B, k steps ldb apart, read in place (C's tile is then NV vectors
+/// wide).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t NV = gemm_tile<T>::nv>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
@@ -187,9 +188,12 @@ void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* 
 }
 
 /// Vectors of B's row that gemm_micro_kernel_direct_b_row covers: 256 bytes (64 floats: one
-/// head of d_k 64), at most 8 registers.
+/// head of d_k 64) with AVX-512 and AVX2, at most 8 registers (128 bytes with 16-byte ones);
+/// a multiple of gemm_tile<T>::nv in every case.
 template <class T>
 inline constexpr std::size_t direct_b_row_vectors = 256 / simd_bytes < 8 ? 256 / simd_bytes : 8;
+static_assert(direct_b_row_vectors<float> % gemm_tile<float>::nv == 0 &&
+              direct_b_row_vectors<double> % gemm_tile<double>::nv == 0);
 
 /// gemm_micro_kernel_direct_b for one row of A against direct_b_row_vectors vectors of B's
 /// row at once (several panels): W's rows are swept once for those columns instead of once a
