@@ -268,10 +268,6 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
   }
 }
 
-/// Products of at most this many slivers of A read a row-major B's whole panels in place
-/// (gemm, gemm_micro_kernel_direct_b).
-inline constexpr std::size_t direct_b_slivers = 1;
-
 /// The loop nest of gemm_nn (TransposedB false), gemm_nt (TransposedB true) and, with
 /// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
 /// C's columns come in blocks of c_block (any width >= 1; n + 1 for one block), block b
@@ -281,7 +277,7 @@ inline constexpr std::size_t direct_b_slivers = 1;
 /// `panels`, when not null, is a matrix of k rows and `panels_n` columns packed by
 /// pack_b_blocked (TransposedB false), of which B is the columns from `panels_col0` on: its
 /// panels are read where they lie and `b` is not read. Without panels, a row-major B
-/// (TransposedB false) multiplied by at most direct_b_slivers slivers is read in place.
+/// (TransposedB false) multiplied by one sliver of A (m <= mr) is read in place.
 template <bool TransposedB, class T, bool TransposedA = false>
 void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
           const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate,
@@ -313,17 +309,13 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(short_rows);
       const auto tall_kernel =
           gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
-      // Few rows (at most direct_b_slivers slivers) of a row-major B that is not prepacked:
+      // One sliver of rows (m <= mr) against a row-major B that is not prepacked:
       // its whole panels are read where they lie (gemm_micro_kernel_direct_b) instead of
       // copied first, the copy costing as much as the product's own reads when one sliver
       // reads each panel (one token being decoded: x is one row, W is read once). Narrow and
       // straddling tiles are packed as before.
-      const bool direct = !TransposedB && panels == nullptr && slivers <= direct_b_slivers;
-      const auto direct_kernel =
-          direct ? gemm_micro_kernel_direct_b_for<T, a_layout>(short_rows) : nullptr;
-      const auto direct_tall_kernel =
-          direct ? gemm_micro_kernel_direct_b_for<T, a_layout>(std::min(short_rows + 1, tile::mr))
-                 : nullptr;
+      const bool direct = !TransposedB && panels == nullptr && slivers == 1;
+      const auto direct_kernel = direct ? gemm_micro_kernel_direct_b_for<T, a_layout>(m) : nullptr;
       // One row of A (one token): several panels at once where they lie within one block of
       // C's columns (gemm_micro_kernel_direct_b_row), so that W's rows are swept once for them.
       constexpr std::size_t row_cols = direct_b_row_vectors<T> * tile::width;
@@ -376,10 +368,9 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
             continue;
           }
           if (direct && whole) {
-            (s < tall_slivers ? direct_tall_kernel : direct_kernel)(
-                kc, buffers.a, b + pc * ldb + col, ldb,
-                c_rows + col / c_block * c_block_stride + col % c_block, ldc, alpha, tile_bias,
-                load_c);
+            direct_kernel(kc, buffers.a, b + pc * ldb + col, ldb,
+                          c_rows + col / c_block * c_block_stride + col % c_block, ldc, alpha,
+                          tile_bias, load_c);
             continue;
           }
           const T* panel =
