@@ -15,17 +15,19 @@
 //           micro-kernel: mr x nr of C in registers, kc rank-1 updates
 // Packing copies rows of A as they are (a sliver keeps a fixed row stride kc, which the
 // micro-kernel folds into constant displacements); B is packed into nr-wide panels, through
-// register transposes for gemm_nt. A product of one sliver (m <= mr: a token being decoded)
-// packs no B: the copy would cost what the product reads, so the micro-kernel reads a
-// row-major B's whole panels where they lie, fetching its rows a few steps ahead
-// (gemm_micro_kernel_direct_b; the same result to the bit), and one row of A covers several
-// panels per sweep of B's rows (gemm_micro_kernel_direct_b_row, 256 bytes of a row per k
-// step: against one panel at a time 1.13x faster with AVX-512, 1.59x with AVX2, whose panels
+// register transposes for gemm_nt. A product of a few slivers (m <= 4 mr: tokens being
+// decoded, a short prompt) packs no row-major B: the copy would cost about what the product
+// reads, so the micro-kernel reads B's whole panels where they lie, fetching its rows ahead
+// (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several
+// slivers, each panel is read by all of them before the next (the first from wherever B lies,
+// the others from cache), and rows are also fetched further ahead into L2; one row of A covers
+// several panels per sweep of B's rows (gemm_micro_kernel_direct_b_row, 256 bytes of a row per
+// k step: against one panel at a time 1.13x faster with AVX-512, 1.59x with AVX2, whose panels
 // are one cache line wide). Measured on an Intel Xeon (family 6 model 207), one thread,
-// (m x 512) . (512 x 512), bench/ab/ab.sh, the one-panel kernels against packing: m 1 2.1x
-// faster with AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x); W 2048 x 2048 (from L3):
-// m 1 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x. Two slivers gained with a W in L2
-// and lost with one in L3 (m 16: 0.97x), so one sliver only (docs/performance.md).
+// (m x 512) . (512 x 512), bench/ab/ab.sh, against packing: m 1 2.1x faster with AVX-512 and
+// 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x), m 16 1.39x, m 24 1.33x, m 48 1.15x; W 2048 x 2048
+// (from L3): m 1 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x. Several slivers against
+// rows a multiple of 4 KiB apart pack B (reads_b_in_place; docs/performance.md).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
@@ -244,6 +246,89 @@ void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::si
   gemm_gathered_tile<T>(kernel, rows, cols, kc, a, b, c, ldc, 0, cols, 0, alpha, bias, load_c);
 }
 
+/// The most slivers of A whose product with a row-major B that is not prepacked reads B
+/// where it lies (gemm_direct_b_block) instead of packing it.
+inline constexpr std::size_t direct_b_slivers = 4;
+
+/// Whether gemm reads a row-major B (row stride ldb) in place for `slivers` slivers of A: one
+/// sliver always (it reads each panel once); two to direct_b_slivers when B's rows are not a
+/// multiple of 4 KiB apart. Such a stride maps a panel's rows onto the same few sets of every
+/// cache, so the later slivers re-read the panel from L3 (m 24 against a 2048 x 2048 W:
+/// 0.95x the packed product, level at m 16); packed, the panel is contiguous.
+template <class T>
+constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb) noexcept {
+  return slivers == 1 || (slivers <= direct_b_slivers && ldb * sizeof(T) % 4096 != 0);
+}
+
+/// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
+/// C = alpha A B for at most direct_b_slivers slivers of A, with a row-major B read where it
+/// lies: a is A's k block (element (i, p) at a[i * lda + p], or a[p * lda + i] for Layout
+/// steps: Aᵀ), b is B's (row p, column jc) element. The slivers are packed first, one after
+/// another, into the B buffer (which this path does not use); then each panel of B is read
+/// in place by every sliver in turn, so that the first reads it from wherever B lies (its rows
+/// fetched ahead) and the others from cache (L1, or L2 where B's row stride maps the panel's
+/// rows onto few sets of L1). A tile narrower than a panel, or straddling two of
+/// C's column blocks, packs its panel (after the slivers) and goes through
+/// gemm_gathered_tile. For one row of A, several panels at once (gemm_micro_kernel_direct_b_row).
+/// Each element of C gets the packed product's operations in the same order: the same bits.
+template <class T, sliver_layout Layout>
+void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a, std::size_t lda,
+                         const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t jc,
+                         std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
+                         bool load_c, gemm_buffers<T>& buffers) noexcept {
+  using tile = gemm_tile<T>;
+  static_assert((direct_b_slivers * tile::mr + tile::nr) * tile::kc <= gemm_buffers<T>::b_size,
+                "the slivers and one panel must fit the B buffer");
+  constexpr std::size_t sliver_size = tile::mr * tile::kc;
+  const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
+  assert(slivers <= direct_b_slivers);
+  const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
+  const auto rows_of = [&](std::size_t s) {
+    return s < tall_slivers ? short_rows + 1 : short_rows;
+  };
+  T* const packed = buffers.b;
+  T* const panel = buffers.b + direct_b_slivers * sliver_size;
+  for (std::size_t s = 0, ir = 0; s < slivers; ir += rows_of(s), ++s) {
+    if constexpr (Layout == sliver_layout::steps)
+      pack_a_sliver_steps(rows_of(s), kc, a + ir, lda, packed + s * sliver_size);
+    else
+      pack_a_sliver(rows_of(s), kc, a + ir * lda, lda, packed + s * sliver_size);
+  }
+  // One sliver fetches B's rows only direct_b_ahead steps ahead; several also from further
+  // (direct_b_far) into L2.
+  const auto direct_for = [&](std::size_t rows) {
+    return slivers == 1 ? gemm_micro_kernel_direct_b_for<T, Layout>(rows)
+                        : gemm_micro_kernel_direct_b_for<T, Layout, true>(rows);
+  };
+  const auto short_direct = direct_for(short_rows);
+  const auto tall_direct = direct_for(std::min(short_rows + 1, tile::mr));
+  constexpr std::size_t row_cols = direct_b_row_vectors<T> * tile::width;
+  for (std::size_t jr = 0; jr < nc;) {
+    const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
+    const T* tile_bias = bias ? bias + jr : nullptr;
+    T* const c_tile = c + col / c_block * c_block_stride + col % c_block;
+    if (m == 1 && jr + row_cols <= nc && col % c_block + row_cols <= c_block) {
+      gemm_micro_kernel_direct_b_row<T, Layout>(kc, packed, b + jr, ldb, c_tile, ldc, alpha,
+                                                tile_bias, load_c);
+      jr += row_cols;
+      continue;
+    }
+    const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
+    if (!whole) pack_b_panel_n(kc, cols, b + jr, ldb, panel);
+    for (std::size_t s = 0, ir = 0; s < slivers; ir += rows_of(s), ++s) {
+      const T* sliver = packed + s * sliver_size;
+      if (whole)
+        (s < tall_slivers ? tall_direct : short_direct)(kc, sliver, b + jr, ldb, c_tile + ir * ldc,
+                                                        ldc, alpha, tile_bias, load_c);
+      else
+        gemm_gathered_tile<T>(gemm_micro_kernel_for<T, Layout>(rows_of(s)), rows_of(s), cols, kc,
+                              sliver, panel, c + ir * ldc, ldc, col, c_block, c_block_stride, alpha,
+                              tile_bias, load_c);
+    }
+    jr += tile::nr;
+  }
+}
+
 /// Columns of a matrix n wide once packed: n rounded up to whole panels.
 template <class T>
 constexpr std::size_t packed_width(std::size_t n) noexcept {
@@ -277,7 +362,7 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
 /// `panels`, when not null, is a matrix of k rows and `panels_n` columns packed by
 /// pack_b_blocked (TransposedB false), of which B is the columns from `panels_col0` on: its
 /// panels are read where they lie and `b` is not read. Without panels, a row-major B
-/// (TransposedB false) multiplied by one sliver of A (m <= mr) is read in place.
+/// (TransposedB false) multiplied by a few slivers of A is read in place (reads_b_in_place).
 template <bool TransposedB, class T, bool TransposedA = false>
 void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
           const T* b, std::size_t ldb, T* c, std::size_t ldc, const T* bias, bool accumulate,
@@ -309,17 +394,14 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(short_rows);
       const auto tall_kernel =
           gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
-      // One sliver of rows (m <= mr) against a row-major B that is not prepacked:
-      // its whole panels are read where they lie (gemm_micro_kernel_direct_b) instead of
-      // copied first, the copy costing as much as the product's own reads when one sliver
-      // reads each panel (one token being decoded: x is one row, W is read once). Narrow and
-      // straddling tiles are packed as before.
-      const bool direct = !TransposedB && panels == nullptr && slivers == 1;
-      const auto direct_kernel = direct ? gemm_micro_kernel_direct_b_for<T, a_layout>(m) : nullptr;
-      // One row of A (one token): several panels at once where they lie within one block of
-      // C's columns (gemm_micro_kernel_direct_b_row), so that W's rows are swept once for them.
-      constexpr std::size_t row_cols = direct_b_row_vectors<T> * tile::width;
-      std::size_t covered = 0;  // columns [jc, jc + covered) of this block done so
+      // Few slivers of rows against a row-major B that is not prepacked: B read where it
+      // lies (gemm_direct_b_block).
+      if (!TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb)) {
+        gemm_direct_b_block<T, a_layout>(m, kc, nc, a + (TransposedA ? pc * lda : pc), lda,
+                                         b + pc * ldb + jc, ldb, c, ldc, jc, c_block,
+                                         c_block_stride, alpha, block_bias, load_c, buffers);
+        continue;
+      }
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
         const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
@@ -345,7 +427,6 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         const std::size_t per_panel = (lines + panels_in_block - 1) / panels_in_block;
         std::size_t fetched = 0;
         for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
-          if (jr < covered) continue;
           if constexpr (!TransposedA)
             for (std::size_t f = 0; f < per_panel && fetched < lines; ++f, ++fetched) {
               const std::size_t r = fetched / row_lines, l = fetched % row_lines;
@@ -359,20 +440,6 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
           const std::size_t col = jc + jr;
           const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
-          if (direct && m == 1 && jr + row_cols <= nc && col % c_block + row_cols <= c_block) {
-            gemm_micro_kernel_direct_b_row<T, a_layout>(
-                kc, buffers.a, b + pc * ldb + col, ldb,
-                c_rows + col / c_block * c_block_stride + col % c_block, ldc, alpha, tile_bias,
-                load_c);
-            covered = jr + row_cols;
-            continue;
-          }
-          if (direct && whole) {
-            direct_kernel(kc, buffers.a, b + pc * ldb + col, ldb,
-                          c_rows + col / c_block * c_block_stride + col % c_block, ldc, alpha,
-                          tile_bias, load_c);
-            continue;
-          }
           const T* panel =
               panels ? panels + pc * packed_width<T>(panels_n) + (panels_col0 + jc + jr) * kc
                      : buffers.b + jr * kc;

@@ -72,6 +72,27 @@ enum class sliver_layout { rows, steps, strided_steps };
 /// docs/performance.md, "One sliver reads W in place").
 inline constexpr std::size_t direct_b_ahead = 8;
 
+/// Steps of k ahead that the in-place kernels of several slivers (gemm.hpp,
+/// gemm_direct_b_block) also fetch B's rows into L2, so that a B in L3 arrives in time: the
+/// first sliver of a panel has fewer rows, so fewer cycles a step, than one sliver of mr, and
+/// direct_b_ahead steps no longer cover L3's latency. Intel Xeon (family 6 model 207), the
+/// MHA forward's kernels at n 16 against packing W (bench/ab/ab.sh): 1.08-1.09x without this
+/// fetch, 1.27x with it at 32 steps (16: 1.24x, 64: 1.22x; on the first sliver only: 1.18x).
+/// Not for one sliver, where it cost 12 % (n 1, and m 12 against a W in L3;
+/// docs/performance.md, "A few slivers read W in place").
+inline constexpr std::size_t direct_b_far = 32;
+
+/// Fetches the cache lines of [at, at + bytes) for reading, with __builtin_prefetch's
+/// Locality (3: into L1, 2: into L2). `at` is an integer: the address of a hint, never
+/// dereferenced, which may lie past the end of the object it follows.
+template <int Locality>
+[[gnu::always_inline]] inline void fetch_lines(std::uintptr_t at, std::size_t bytes) noexcept {
+  for (std::size_t l = 0; l < bytes; l += 64) {
+    const void* line = reinterpret_cast<const void*>(at + l);  // NOLINT(performance-no-int-to-ptr)
+    __builtin_prefetch(line, 0, Locality);
+  }
+}
+
 /// acc[i][j] += Σ_p A(i, p) · B(p, j · width ..) over kc steps: the register tile's loop, for
 /// an A sliver (element (i, p) at a[i * gemm_tile<T>::kc + p] for Layout rows, a[p * Rows + i]
 /// for steps, a[p * gemm_tile<T>::kc + i] for strided_steps) and a packed B panel (element
@@ -79,9 +100,11 @@ inline constexpr std::size_t direct_b_ahead = 8;
 /// A. The micro-kernel below and the fused epilogues of the backward pass
 /// (flash_attention_backward.hpp) run it.
 /// With DirectB, b is not a packed panel but NV vectors of a row of a row-major B read where
-/// they lie, its k steps ldb elements apart (gemm's products of one sliver: see gemm.hpp).
+/// they lie, its k steps ldb elements apart (gemm's products of a few slivers: see gemm.hpp),
+/// each row fetched direct_b_ahead steps early into L1 and, with FetchFar, direct_b_far steps
+/// early into L2.
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv>
+          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, bool FetchFar = false>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
                                                       simd<T> (&acc)[Rows][NV],
@@ -105,11 +128,10 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       // to them would point outside B. Fetching only rows of this k block instead, one test a
       // step, cost 3-4 % at m 12.) The integer is a hint's address, never dereferenced:
       // nothing for the optimiser's alias analysis to lose.
-      const std::uintptr_t ahead =
-          reinterpret_cast<std::uintptr_t>(b) + direct_b_ahead * ldb * sizeof(T);
-      for (std::size_t l = 0; l < nv * w * sizeof(T); l += 64)
-        __builtin_prefetch(
-            reinterpret_cast<const void*>(ahead + l));  // NOLINT(performance-no-int-to-ptr)
+      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(b);
+      fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
+      if constexpr (FetchFar)
+        fetch_lines<2>(at + direct_b_far * ldb * sizeof(T), nv * w * sizeof(T));
     }
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     unroll<Rows>([&](auto i) __attribute__((always_inline)) {
@@ -134,7 +156,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 /// of columns of a row-major B, k steps ldb apart, read in place (C's tile is then NV vectors
 /// wide).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv>
+          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, bool FetchFar = false>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           T* __restrict c, std::size_t ldc, T alpha,
@@ -152,7 +174,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
 
-  micro_tile_product<T, Rows, Layout, DirectB, NV>(kc, a, b, acc, ldb);
+  micro_tile_product<T, Rows, Layout, DirectB, NV, FetchFar>(kc, a, b, acc, ldb);
 
   const V va = V::broadcast(alpha);
   V vb[nv];
@@ -178,13 +200,16 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
 }
 
 /// gemm_micro_kernel with b nr columns of a row-major B (element (p, j) at b[p * ldb + j]),
-/// read in place instead of from a packed panel: the same operations in the same order, so
-/// the same result to the bit.
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+/// read in place instead of from a packed panel (its rows fetched ahead, with FetchFar also
+/// into L2 from further): the same operations in the same order, so the same result to the
+/// bit.
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
+          bool FetchFar = false>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true>(kc, a, b, ldb, c, ldc, alpha, bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, true, gemm_tile<T>::nv, FetchFar>(kc, a, b, ldb, c, ldc,
+                                                                            alpha, bias, load_c);
 }
 
 /// Vectors of B's row that gemm_micro_kernel_direct_b_row covers: 256 bytes (64 floats: one
@@ -224,12 +249,13 @@ constexpr auto table_by_rows(Make make) noexcept {
   (std::make_index_sequence<Rows>{});
 }
 
-/// gemm_micro_kernel_direct_b<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
-template <class T, sliver_layout Layout = sliver_layout::rows>
+/// gemm_micro_kernel_direct_b<T, rows, Layout, FetchFar> for a run-time row count
+/// 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows, bool FetchFar = false>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
   static constexpr auto table =
       table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-        return &gemm_micro_kernel_direct_b<T, r(), Layout>;
+        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchFar>;
       });
   return table[rows - 1];
 }

@@ -446,48 +446,62 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
   BOOST_TEST(failures == 0u);
 }
 
-// A product of one sliver (m <= mr rows) reads B's whole panels where they lie instead of
-// packing them (detail::gemm_micro_kernel_direct_b; for one row, several panels at once,
-// detail::gemm_micro_kernel_direct_b_row): the same operations in the same order, so
-// each of its rows must be, to the bit, that row of the same product over more rows (two or
-// more slivers, B packed), at every k block (k over kc, the second block adding to the first),
-// with B's rows wider than n and its base off alignment, columns split into blocks (tiles
-// straddling two blocks are gathered), bias and accumulate; and nothing outside C is written.
-BOOST_AUTO_TEST_CASE_TEMPLATE(one_sliver_reads_b_in_place_to_the_bit, T, element_types) {
-  constexpr std::size_t mr = argus::kernel::detail::gemm_tile<T>::mr;
-  constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
+// A product of at most direct_b_slivers slivers (m <= 4 mr rows) reads B's whole panels where
+// they lie instead of packing them (detail::gemm_direct_b_block, with
+// detail::gemm_micro_kernel_direct_b; for one row, several panels at once,
+// detail::gemm_micro_kernel_direct_b_row), unless B's rows are a multiple of 4 KiB apart and
+// there are several slivers: the same operations in the same order, so each of its rows must
+// be, to the bit, that row of the same product over more rows (more slivers than
+// direct_b_slivers, B packed), at every k block (k over kc, the second block adding to the
+// first), with B's rows wider than n and its base off alignment, columns split into blocks
+// (tiles straddling two blocks are gathered), bias and accumulate; and nothing outside C is
+// written.
+BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element_types) {
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t mr = d::gemm_tile<T>::mr;
+  constexpr std::size_t nr = d::gemm_tile<T>::nr;
+  constexpr std::size_t most = d::direct_b_slivers * mr;
+  std::vector<std::size_t> heights;  // every height of one sliver, and some of several
+  for (std::size_t m = 1; m <= mr; ++m) heights.push_back(m);
+  for (const std::size_t m : {mr + 1, 2 * mr + 1, 3 * mr - 1, most})
+    if (m > mr && m <= most) heights.push_back(m);
   std::mt19937 rng(17);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   std::size_t failures = 0, checked = 0;
-  for (std::size_t m = 1; m <= mr; ++m)
-    for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}})
-      for (const std::size_t k : {std::size_t{7}, std::size_t{300}, std::size_t{600}})
-        for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
-          for (const bool accumulate : {false, true}) {
-            const std::size_t tall = m + mr + 1, ldb = n + 5, lda = k + 2;
-            std::vector<T> a(tall * lda), b(k * ldb + 1), bias(n);
-            for (auto& x : a) x = T(dist(rng));
-            for (auto& x : b) x = T(dist(rng));
-            for (auto& x : bias) x = T(dist(rng));
-            const std::size_t blocks = (n + block - 1) / block;
-            const std::size_t ldc = std::min(block, n) + 2;
-            auto c_of = [&](std::size_t rows) {
-              const std::size_t stride = rows * ldc + 3;
-              std::vector<T> c(blocks * stride, T(sentinel));
-              for (std::size_t q = 0; q < blocks; ++q)
-                for (std::size_t i = 0; i < rows; ++i)
-                  for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
-                    c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j + 2) : T(sentinel);
-              return std::pair{c, stride};
-            };
+  // The product over `tall` rows (B packed) once per shape; each height's product is the
+  // same A's first rows against it.
+  for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}})
+    for (const std::size_t k : {std::size_t{7}, std::size_t{300}, std::size_t{600}})
+      for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
+        for (const bool accumulate : {false, true}) {
+          // B's rows 5 elements wider than n, or (n 200) 4 KiB apart, where several slivers
+          // pack B.
+          const std::size_t ldb = n == 200 ? 4096 / sizeof(T) : n + 5;
+          const std::size_t tall = most + mr + 1, lda = k + 2;
+          std::vector<T> a(tall * lda), b(k * ldb + 1), bias(n);
+          for (auto& x : a) x = T(dist(rng));
+          for (auto& x : b) x = T(dist(rng));
+          for (auto& x : bias) x = T(dist(rng));
+          const std::size_t blocks = (n + block - 1) / block;
+          const std::size_t ldc = std::min(block, n) + 2;
+          auto c_of = [&](std::size_t rows) {
+            const std::size_t stride = rows * ldc + 3;
+            std::vector<T> c(blocks * stride, T(sentinel));
+            for (std::size_t q = 0; q < blocks; ++q)
+              for (std::size_t i = 0; i < rows; ++i)
+                for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
+                  c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j + 2) : T(sentinel);
+            return std::pair{c, stride};
+          };
+          auto [many, many_stride] = c_of(tall);
+          argus::kernel::gemm_nn_split<T>(tall, n, k, T(0.5), a.data(), lda, b.data() + 1, ldb,
+                                          many.data(), ldc, block, many_stride, bias.data(),
+                                          accumulate);
+          for (const std::size_t m : heights) {
             auto [one, one_stride] = c_of(m);
-            auto [many, many_stride] = c_of(tall);
             const std::vector<T> untouched = one;
             argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data() + 1, ldb,
                                             one.data(), ldc, block, one_stride, bias.data(),
-                                            accumulate);
-            argus::kernel::gemm_nn_split<T>(tall, n, k, T(0.5), a.data(), lda, b.data() + 1, ldb,
-                                            many.data(), ldc, block, many_stride, bias.data(),
                                             accumulate);
             ++checked;
             bool same = true;
@@ -507,8 +521,24 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(one_sliver_reads_b_in_place_to_the_bit, T, element
                                << " accumulate " << accumulate << ": differs from the product over "
                                << tall << " rows");
           }
-  BOOST_TEST(checked == mr * 3 * 3 * 3 * 2);
+        }
+  BOOST_TEST(checked == heights.size() * 3 * 3 * 3 * 2);
+  BOOST_TEST(heights.size() == mr + 4);
   BOOST_TEST(failures == 0u);
+}
+
+// Which products read B in place: one sliver whatever B's stride; up to direct_b_slivers
+// slivers unless B's rows are a multiple of 4 KiB apart; never more.
+BOOST_AUTO_TEST_CASE(which_products_read_b_in_place) {
+  namespace d = argus::kernel::detail;
+  BOOST_TEST(d::reads_b_in_place<float>(1, 512));
+  BOOST_TEST(d::reads_b_in_place<float>(1, 1024));
+  BOOST_TEST(d::reads_b_in_place<float>(2, 512));
+  BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1536));
+  BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 512));
+  BOOST_TEST(!d::reads_b_in_place<float>(2, 1024));
+  BOOST_TEST(!d::reads_b_in_place<double>(2, 512));
+  BOOST_TEST(d::reads_b_in_place<double>(2, 1000));
 }
 
 // gemm_packed_b over the first n of n' packed columns: a last panel narrower than nr is
