@@ -25,9 +25,10 @@
 // k step: against one panel at a time 1.13x faster with AVX-512, 1.59x with AVX2, whose panels
 // are one cache line wide). Measured on an Intel Xeon (family 6 model 207), one thread,
 // (m x 512) . (512 x 512), bench/ab/ab.sh, against packing: m 1 2.1x faster with AVX-512 and
-// 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x), m 16 1.39x, m 24 1.33x, m 48 1.15x; W 2048 x 2048
-// (from L3): m 1 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x. Several slivers against
-// rows a multiple of 4 KiB apart pack B (reads_b_in_place; docs/performance.md).
+// 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48
+// 1.00-1.15x; W 2048 x 2048 (from L3): m 1 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x.
+// Several slivers against rows a multiple of 4 KiB apart pack B (reads_b_in_place;
+// docs/performance.md).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is

@@ -86,9 +86,9 @@ inline constexpr std::size_t direct_b_far = 32;
 /// direct_b_far steps ahead to pay. On the Xeon above with the AVX2 kernels (two vectors a
 /// row), slivers of 6 rows ran 1.2-1.25x faster with it (m 12, 18, 24 against a 512 x 512 W;
 /// m 12, 24 against 1920 x 1920: 1.37-1.39x) and slivers of 5 or fewer 1.2-1.5x slower (m 10,
-/// 14, 15, 20): each step then takes fewer cycles, and two fetches a step from L3 outrun the
-/// core's line fill buffers. Every sliver of several with the AVX-512 kernels has 6 rows or
-/// more.
+/// 14, 15, 20): each step then takes fewer cycles, and two fetches a step from L3 presumably
+/// outrun the core's line fill buffers (not measured: no counters on that VM). Every sliver of
+/// several with the AVX-512 kernels has 6 rows or more.
 inline constexpr std::size_t direct_b_far_fmas = 12;
 
 /// Fetches the cache lines of [at, at + bytes) for reading, with __builtin_prefetch's
