@@ -524,7 +524,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
           }
         }
   BOOST_TEST(checked == heights.size() * 3 * 3 * 3 * 2);
-  BOOST_TEST(heights.size() == mr + 4);
+  BOOST_TEST(heights.size() > mr);  // some products of several slivers
   BOOST_TEST(failures == 0u);
 }
 
