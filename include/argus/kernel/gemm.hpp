@@ -96,6 +96,20 @@ inline std::size_t balanced_block(std::size_t total, std::size_t block) noexcept
   return (total + pieces - 1) / pieces;
 }
 
+/// m rows cut into ceil(m / mr) slivers of nearly equal height (m = 128, mr = 12: 7 x 12 +
+/// 4 x 11, not 10 x 12 + 1 x 8), each run by the micro-kernel of its height, so that no
+/// sliver wastes FMAs on padding or runs a short, latency-bound tile: the first `tall` slivers
+/// have short + 1 rows, the others short.
+struct sliver_cut {
+  std::size_t count, short_rows, tall;
+  template <class T>
+  static sliver_cut of(std::size_t m) noexcept {
+    const std::size_t count = (m + gemm_tile<T>::mr - 1) / gemm_tile<T>::mr;
+    return {count, m / count, m % count};
+  }
+  std::size_t rows(std::size_t s) const noexcept { return s < tall ? short_rows + 1 : short_rows; }
+};
+
 /// A sliver: rows [0, rows) of `a` (row stride lda), columns [0, kc), into dst with the
 /// fixed row stride gemm_tile<T>::kc, which the micro-kernel folds into its addressing.
 template <class T>
@@ -281,19 +295,16 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   static_assert((direct_b_slivers * tile::mr + tile::nr) * tile::kc <= gemm_buffers<T>::b_size,
                 "the slivers and one panel must fit the B buffer");
   constexpr std::size_t sliver_size = tile::mr * tile::kc;
-  const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
+  const sliver_cut cut = sliver_cut::of<T>(m);
+  const std::size_t slivers = cut.count, short_rows = cut.short_rows, tall_slivers = cut.tall;
   assert(slivers <= direct_b_slivers);
-  const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
-  const auto rows_of = [&](std::size_t s) {
-    return s < tall_slivers ? short_rows + 1 : short_rows;
-  };
   T* const packed = buffers.b;
   T* const panel = buffers.b + direct_b_slivers * sliver_size;
-  for (std::size_t s = 0, ir = 0; s < slivers; ir += rows_of(s), ++s) {
+  for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
     if constexpr (Layout == sliver_layout::steps)
-      pack_a_sliver_steps(rows_of(s), kc, a + ir, lda, packed + s * sliver_size);
+      pack_a_sliver_steps(cut.rows(s), kc, a + ir, lda, packed + s * sliver_size);
     else
-      pack_a_sliver(rows_of(s), kc, a + ir * lda, lda, packed + s * sliver_size);
+      pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
   }
   // One sliver fetches B's rows only direct_b_ahead steps ahead; several also from further
   // (direct_b_far) into L2, where a k step has direct_b_far_fmas multiply-adds or more.
@@ -317,13 +328,13 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     }
     const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
     if (!whole) pack_b_panel_n(kc, cols, b + jr, ldb, panel);
-    for (std::size_t s = 0, ir = 0; s < slivers; ir += rows_of(s), ++s) {
+    for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
       const T* sliver = packed + s * sliver_size;
       if (whole)
         (s < tall_slivers ? tall_direct : short_direct)(kc, sliver, b + jr, ldb, c_tile + ir * ldc,
                                                         ldc, alpha, tile_bias, load_c);
       else
-        gemm_gathered_tile<T>(gemm_micro_kernel_for<T, Layout>(rows_of(s)), rows_of(s), cols, kc,
+        gemm_gathered_tile<T>(gemm_micro_kernel_for<T, Layout>(cut.rows(s)), cut.rows(s), cols, kc,
                               sliver, panel, c + ir * ldc, ldc, col, c_block, c_block_stride, alpha,
                               tile_bias, load_c);
     }
@@ -377,6 +388,13 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
 
   auto& buffers = gemm_buffers<T>::local();
   const std::size_t kc_block = balanced_block(k, tile::kc);
+  const sliver_cut cut = sliver_cut::of<T>(m);
+  const std::size_t slivers = cut.count, short_rows = cut.short_rows, tall_slivers = cut.tall;
+  // Few slivers of rows against a row-major B that is not prepacked: B read where it lies
+  // (gemm_direct_b_block).
+  const bool in_place = !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb);
+  const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(short_rows);
+  const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
 
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);
@@ -388,17 +406,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const bool load_c = !first || accumulate;
       const T* block_bias = first && bias ? bias + jc : nullptr;
 
-      // Rows are cut into ceil(m / mr) slivers of nearly equal height (m = 128, mr = 12:
-      // 7 x 12 + 4 x 11, not 10 x 12 + 1 x 8), each run by the micro-kernel of its height,
-      // so that no sliver wastes FMAs on padding or runs a short, latency-bound tile.
-      const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
-      const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
-      const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(short_rows);
-      const auto tall_kernel =
-          gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
-      // Few slivers of rows against a row-major B that is not prepacked: B read where it
-      // lies (gemm_direct_b_block).
-      if (!TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb)) {
+      if (in_place) {
         gemm_direct_b_block<T, a_layout>(m, kc, nc, a + (TransposedA ? pc * lda : pc), lda,
                                          b + pc * ldb + jc, ldb, c, ldc, jc, c_block,
                                          c_block_stride, alpha, block_bias, load_c, buffers);
@@ -406,7 +414,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       }
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
-        const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
+        const std::size_t rows = cut.rows(s);
         const auto kernel = s < tall_slivers ? tall_kernel : short_kernel;
         if constexpr (TransposedA)
           pack_a_sliver_steps(rows, kc, a + pc * lda + ir, lda, buffers.a);
@@ -420,8 +428,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         // 1.6-1.9 % faster with AVX-512, 3.8 % with AVX2; m 128, whose A is in cache, the
         // same (0.995). Not for TransposedA, whose slivers are columns of Aᵀ.
         const std::size_t next_ir = ir + rows;
-        const std::size_t next_rows =
-            s + 1 < slivers ? (s + 1 < tall_slivers ? short_rows + 1 : short_rows) : 0;
+        const std::size_t next_rows = s + 1 < slivers ? cut.rows(s + 1) : 0;
         constexpr std::size_t line = 64 / sizeof(T);
         const std::size_t row_lines = (kc + line - 1) / line;
         const std::size_t lines = next_rows * row_lines;
@@ -515,14 +522,12 @@ void gemm_packed_b(std::size_t m, std::size_t n, std::size_t k, T alpha, const T
   const bool in_place = k <= tile::kc && lda == tile::kc;
   T* const buffer = in_place ? nullptr : gemm_buffers<T>::local().a;
   const std::size_t kc_block = balanced_block(k, tile::kc);
-  // Slivers of nearly equal height, as in gemm.
-  const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
-  const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
-  const auto short_kernel = gemm_micro_kernel_for<T>(short_rows);
-  const auto tall_kernel = gemm_micro_kernel_for<T>(std::min(short_rows + 1, tile::mr));
-  for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
-    const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
-    const auto kernel = s < tall_slivers ? tall_kernel : short_kernel;
+  const sliver_cut cut = sliver_cut::of<T>(m);  // slivers of nearly equal height, as in gemm
+  const auto short_kernel = gemm_micro_kernel_for<T>(cut.short_rows);
+  const auto tall_kernel = gemm_micro_kernel_for<T>(std::min(cut.short_rows + 1, tile::mr));
+  for (std::size_t s = 0, ir = 0; s < cut.count; ++s) {
+    const std::size_t rows = cut.rows(s);
+    const auto kernel = s < cut.tall ? tall_kernel : short_kernel;
     for (std::size_t pc = 0; pc < k; pc += kc_block) {
       const std::size_t kc = std::min(kc_block, k - pc);
       const T* sliver = a + ir * lda;
