@@ -141,14 +141,13 @@ void gemm_tn_tile(std::size_t m, std::size_t n, std::size_t k, T alpha, const T*
   assert(k <= tile::kc);
   if (m == 0 || n == 0 || k == 0) return;
   // Slivers of nearly equal height, as in gemm.
-  const std::size_t slivers = (m + tile::mr - 1) / tile::mr;
-  const std::size_t short_rows = m / slivers, tall_slivers = m % slivers;
+  const sliver_cut cut = sliver_cut::of<T>(m);
   constexpr auto layout = sliver_layout::strided_steps;
-  const auto short_kernel = gemm_micro_kernel_for<T, layout>(short_rows);
-  const auto tall_kernel = gemm_micro_kernel_for<T, layout>(std::min(short_rows + 1, tile::mr));
-  for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
-    const std::size_t rows = s < tall_slivers ? short_rows + 1 : short_rows;
-    const auto kernel = s < tall_slivers ? tall_kernel : short_kernel;
+  const auto short_kernel = gemm_micro_kernel_for<T, layout>(cut.short_rows);
+  const auto tall_kernel = gemm_micro_kernel_for<T, layout>(std::min(cut.short_rows + 1, tile::mr));
+  for (std::size_t s = 0, ir = 0; s < cut.count; ++s) {
+    const std::size_t rows = cut.rows(s);
+    const auto kernel = s < cut.tall ? tall_kernel : short_kernel;
     for (std::size_t jr = 0; jr < n; jr += tile::nr) {
       const std::size_t cols = std::min(tile::nr, n - jr);
       const T* panel = panels + jr * k;

@@ -307,11 +307,11 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
       pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
   }
   // One sliver fetches B's rows only direct_b_ahead steps ahead; several also from further
-  // (direct_b_far) into L2, where a k step has direct_b_far_fmas multiply-adds or more.
+  // (direct_b_far) into L2, where a k step has direct_b_far_fmas multiply-adds or more (the
+  // FetchFar table keeps that rule).
   const auto direct_for = [&](std::size_t rows) {
-    return slivers > 1 && rows * tile::nv >= direct_b_far_fmas
-               ? gemm_micro_kernel_direct_b_for<T, Layout, true>(rows)
-               : gemm_micro_kernel_direct_b_for<T, Layout>(rows);
+    return slivers > 1 ? gemm_micro_kernel_direct_b_for<T, Layout, true>(rows)
+                       : gemm_micro_kernel_direct_b_for<T, Layout>(rows);
   };
   const auto short_direct = direct_for(short_rows);
   const auto tall_direct = direct_for(std::min(short_rows + 1, tile::mr));

@@ -258,13 +258,17 @@ constexpr auto table_by_rows(Make make) noexcept {
   (std::make_index_sequence<Rows>{});
 }
 
-/// gemm_micro_kernel_direct_b<T, rows, Layout, FetchFar> for a run-time row count
-/// 1 <= rows <= mr.
+/// gemm_micro_kernel_direct_b<T, rows, Layout, ...> for a run-time row count 1 <= rows <= mr.
+/// With FetchFar, the kernel that also fetches direct_b_far steps ahead for the heights whose
+/// k step has direct_b_far_fmas multiply-adds or more, and the one without that fetch for
+/// the others (where it costs time): the rule lives here, and no kernel is instantiated that
+/// no call can reach.
 template <class T, sliver_layout Layout = sliver_layout::rows, bool FetchFar = false>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
   static constexpr auto table =
       table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchFar>;
+        constexpr bool far = FetchFar && r() * gemm_tile<T>::nv >= direct_b_far_fmas;
+        return &gemm_micro_kernel_direct_b<T, r(), Layout, far>;
       });
   return table[rows - 1];
 }
