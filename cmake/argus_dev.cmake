@@ -105,3 +105,47 @@ if(ARGUS_BUILD_TESTS OR ARGUS_BUILD_EXAMPLES)
   pkg_check_modules(argus_stb REQUIRED IMPORTED_TARGET stb)
   target_link_libraries(argus_dev INTERFACE nlohmann_json::nlohmann_json PkgConfig::argus_stb)
 endif()
+
+# ARGUS_TEST_COSTS: name, seconds pairs for the tests that take long, each the most it took in
+# any preset that runs it (a fresh clone on the 2-core development machine in a slow hour,
+# 2026-11-27: docs/contributing/testing.md). argus_apply_test_costs() gives each the ctest
+# property COST, so that `ctest -j 2` starts them first. On a fresh build ctest knows no
+# timings of its own (it keeps them in Testing/Temporary/CTestCostData.txt after a run, and
+# prefers them) and starts tests in the order they were added, so a long test added late
+# (docs.worked_example, 28 s; unit.eval.prepacked under TSan, 46 s) ran alone at the end of
+# its stage while the other core idled. Only the order matters, not the figures' accuracy:
+# a new test longer than about 15 s belongs here.
+set(ARGUS_TEST_COSTS
+    unit.kernel.gemm 54
+    tidy.avx512 51
+    unit.eval.prepacked 46
+    tools.ab 44
+    unit.kernel.gemm.split 40
+    unit.kernel.flash_attention 37
+    unit.grad.bad_values 33
+    docs.worked_example 28
+    tidy.avx2 23
+    tidy.portable 21
+    unit.eval.differential 19
+    unit.eval.fused_vs_unfused 11
+    unit.eval.concurrent_callers 10
+    unit.eval.bad_values 10
+    unit.grad.differential 9
+    unit.kernel.dropout 8)
+
+# argus_apply_test_costs(): COST on those of ARGUS_TEST_COSTS the calling directory added (a
+# directory can set properties of its own tests only). Deferred to the end of the directory:
+#     cmake_language(DEFER CALL argus_apply_test_costs)
+function(argus_apply_test_costs)
+  set(pairs ${ARGUS_TEST_COSTS})
+  list(LENGTH pairs n)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE 0 ${last} 2)
+    math(EXPR j "${i} + 1")
+    list(GET pairs ${i} name)
+    list(GET pairs ${j} seconds)
+    if(TEST ${name})
+      set_tests_properties(${name} PROPERTIES COST ${seconds})
+    endif()
+  endforeach()
+endfunction()
