@@ -67,7 +67,11 @@
      block_stride, bias, accumulate))
 /// detail::gemm, after PREFIX (`extern template` or `template`): a compiler may instantiate it
 /// while inlining gemm_nn<T> (gemm_nt<T>, gemm_tn<T>) declared `extern template`, so it is declared
-/// with it (a dispatched entry point has no body to inline).
+/// with it (a dispatched entry point has no body to inline). And the tables of micro-kernels by
+/// height, detail::gemm_micro_kernel_for, so that a TU which calls another part of the loop
+/// nest directly (unit.kernel.gemm: detail::gemm_packed_b) does not compile every micro-kernel
+/// again (24 of them for float and double on AVX-512; under ASan+UBSan at -O0 about half of
+/// that test's compile).
 #define ARGUS_KERNEL_GEMM_INLINED_CALLEES(PREFIX, T)                                              \
   PREFIX void detail::gemm<false, T>(                                                             \
       std::size_t, std::size_t, std::size_t, T, const T*, std::size_t, const T*, std::size_t, T*, \
@@ -77,7 +81,14 @@
       std::size_t, const T*, bool, std::size_t, std::size_t, const T*, std::size_t, std::size_t); \
   PREFIX void detail::gemm<false, T, true>(                                                       \
       std::size_t, std::size_t, std::size_t, T, const T*, std::size_t, const T*, std::size_t, T*, \
-      std::size_t, const T*, bool, std::size_t, std::size_t, const T*, std::size_t, std::size_t);
+      std::size_t, const T*, bool, std::size_t, std::size_t, const T*, std::size_t, std::size_t); \
+  PREFIX detail::gemm_micro_kernel_ptr<T>                                                         \
+      detail::gemm_micro_kernel_for<T, detail::sliver_layout::rows>(std::size_t) noexcept;        \
+  PREFIX detail::gemm_micro_kernel_ptr<T>                                                         \
+      detail::gemm_micro_kernel_for<T, detail::sliver_layout::steps>(std::size_t) noexcept;       \
+  PREFIX detail::gemm_micro_kernel_ptr<T>                                                         \
+      detail::gemm_micro_kernel_for<T, detail::sliver_layout::strided_steps>(                     \
+          std::size_t) noexcept;
 
 // kernel/softmax_rows.hpp
 #define ARGUS_KERNEL_SOFTMAX_ROWS_ENTRY_POINTS(X, T)                                     \
