@@ -144,7 +144,7 @@ void gemm_tn_tile(std::size_t m, std::size_t n, std::size_t k, T alpha, const T*
   const sliver_cut cut = sliver_cut::of<T>(m);
   constexpr auto layout = sliver_layout::strided_steps;
   const auto short_kernel = gemm_micro_kernel_for<T, layout>(cut.short_rows);
-  const auto tall_kernel = gemm_micro_kernel_for<T, layout>(std::min(cut.short_rows + 1, tile::mr));
+  const auto tall_kernel = gemm_micro_kernel_for<T, layout>(cut.tall_rows);
   for (std::size_t s = 0, ir = 0; s < cut.count; ++s) {
     const std::size_t rows = cut.rows(s);
     const auto kernel = s < cut.tall ? tall_kernel : short_kernel;

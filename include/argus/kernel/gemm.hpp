@@ -99,13 +99,14 @@ inline std::size_t balanced_block(std::size_t total, std::size_t block) noexcept
 /// m rows cut into ceil(m / mr) slivers of nearly equal height (m = 128, mr = 12: 7 x 12 +
 /// 4 x 11, not 10 x 12 + 1 x 8), each run by the micro-kernel of its height, so that no
 /// sliver wastes FMAs on padding or runs a short, latency-bound tile: the first `tall` slivers
-/// have short + 1 rows, the others short.
+/// have short + 1 rows, the others short. tall_rows is short + 1 at most mr (the height to
+/// look a tall sliver's kernel up for, also when there is none).
 struct sliver_cut {
-  std::size_t count, short_rows, tall;
+  std::size_t count, short_rows, tall, tall_rows;
   template <class T>
   static sliver_cut of(std::size_t m) noexcept {
     const std::size_t count = (m + gemm_tile<T>::mr - 1) / gemm_tile<T>::mr;
-    return {count, m / count, m % count};
+    return {count, m / count, m % count, std::min(m / count + 1, gemm_tile<T>::mr)};
   }
   std::size_t rows(std::size_t s) const noexcept { return s < tall ? short_rows + 1 : short_rows; }
 };
@@ -296,7 +297,7 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
                 "the slivers and one panel must fit the B buffer");
   constexpr std::size_t sliver_size = tile::mr * tile::kc;
   const sliver_cut cut = sliver_cut::of<T>(m);
-  const std::size_t slivers = cut.count, short_rows = cut.short_rows, tall_slivers = cut.tall;
+  const std::size_t slivers = cut.count;
   assert(slivers <= direct_b_slivers);
   T* const packed = buffers.b;
   T* const panel = buffers.b + direct_b_slivers * sliver_size;
@@ -313,8 +314,8 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     return slivers > 1 ? gemm_micro_kernel_direct_b_for<T, Layout, true>(rows)
                        : gemm_micro_kernel_direct_b_for<T, Layout>(rows);
   };
-  const auto short_direct = direct_for(short_rows);
-  const auto tall_direct = direct_for(std::min(short_rows + 1, tile::mr));
+  const auto short_direct = direct_for(cut.short_rows);
+  const auto tall_direct = direct_for(cut.tall_rows);
   constexpr std::size_t row_cols = direct_b_row_vectors<T> * tile::width;
   for (std::size_t jr = 0; jr < nc;) {
     const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
@@ -331,8 +332,8 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
       const T* sliver = packed + s * sliver_size;
       if (whole)
-        (s < tall_slivers ? tall_direct : short_direct)(kc, sliver, b + jr, ldb, c_tile + ir * ldc,
-                                                        ldc, alpha, tile_bias, load_c);
+        (s < cut.tall ? tall_direct : short_direct)(kc, sliver, b + jr, ldb, c_tile + ir * ldc, ldc,
+                                                    alpha, tile_bias, load_c);
       else
         gemm_gathered_tile<T>(gemm_micro_kernel_for<T, Layout>(cut.rows(s)), cut.rows(s), cols, kc,
                               sliver, panel, c + ir * ldc, ldc, col, c_block, c_block_stride, alpha,
@@ -389,12 +390,12 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   auto& buffers = gemm_buffers<T>::local();
   const std::size_t kc_block = balanced_block(k, tile::kc);
   const sliver_cut cut = sliver_cut::of<T>(m);
-  const std::size_t slivers = cut.count, short_rows = cut.short_rows, tall_slivers = cut.tall;
+  const std::size_t slivers = cut.count;
   // Few slivers of rows against a row-major B that is not prepacked: B read where it lies
   // (gemm_direct_b_block).
   const bool in_place = !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb);
-  const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(short_rows);
-  const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(std::min(short_rows + 1, tile::mr));
+  const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(cut.short_rows);
+  const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(cut.tall_rows);
 
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);
@@ -415,7 +416,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
         const std::size_t rows = cut.rows(s);
-        const auto kernel = s < tall_slivers ? tall_kernel : short_kernel;
+        const auto kernel = s < cut.tall ? tall_kernel : short_kernel;
         if constexpr (TransposedA)
           pack_a_sliver_steps(rows, kc, a + pc * lda + ir, lda, buffers.a);
         else
@@ -524,7 +525,7 @@ void gemm_packed_b(std::size_t m, std::size_t n, std::size_t k, T alpha, const T
   const std::size_t kc_block = balanced_block(k, tile::kc);
   const sliver_cut cut = sliver_cut::of<T>(m);  // slivers of nearly equal height, as in gemm
   const auto short_kernel = gemm_micro_kernel_for<T>(cut.short_rows);
-  const auto tall_kernel = gemm_micro_kernel_for<T>(std::min(cut.short_rows + 1, tile::mr));
+  const auto tall_kernel = gemm_micro_kernel_for<T>(cut.tall_rows);
   for (std::size_t s = 0, ir = 0; s < cut.count; ++s) {
     const std::size_t rows = cut.rows(s);
     const auto kernel = s < cut.tall ? tall_kernel : short_kernel;
