@@ -1,11 +1,12 @@
 # argus developer entry points: a thin layer over CMakePresets.json (see `make help`).
 #
 #   make demo        install missing Debian packages, build and run examples/00_demo.cpp
-#   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan: the tests
-#                    labelled memory; TSan: those labelled threads; the libFuzzer target, 30 s
-#   make test-gcc | test-clang | test-asan | test-tsan | test-fuzz    one configuration
+#   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan (Clang): the tests
+#                    labelled memory and the libFuzzer targets, 30 s each; TSan: those labelled threads
+#   make test-gcc | test-clang | test-asan | test-tsan    one configuration
+#   make test-fuzz   only the libFuzzer targets' 30 s runs (the asan preset's build)
 #   make test-asan-all   every unit and golden test under ASan+UBSan (long)
-#   make fuzz        the libFuzzer target for FUZZ_SECONDS (default 3600), sanitizers on
+#   make fuzz        a libFuzzer target for FUZZ_SECONDS (default 3600), sanitizers on
 #   make bench       Release build of bench/ with the oneDNN and libtorch peers, then bench/run.py
 #                    (make bench-quick: the short run; BENCH_PEERS=0: without the peers)
 #   make deps        install the missing Debian packages (apt-get; sudo when not root)
@@ -83,13 +84,13 @@ endef
 
 # The CI suite, under 20 minutes from cold on 2 cores (docs/contributing/testing.md has the
 # figures): everything with GCC; with Clang the compile-time checks (compile-fail tests, static
-# tests, every header alone), which are what differs between compilers; under ASan+UBSan the
-# tests labelled memory (the kernels, file parsing, run-time checks, bad values, golden
-# forward and gradients); under TSan the tests labelled threads; the libFuzzer target for
-# 30 s (Clang, ASan+UBSan, random shapes and masks). Every configuration compiles the
-# kernels once (ARGUS_COMPILED_KERNELS) and the tests at -Og (sanitizers: -O0; fuzzer: -O1),
-# with precompiled headers. `make test-clang` runs the whole suite with Clang,
-# `make test-asan-all` every unit and golden test under ASan+UBSan.
+# tests, every header alone), which are what differs between compilers; under ASan+UBSan
+# (Clang) the tests labelled memory (the kernels, file parsing, run-time checks, bad values,
+# golden forward and gradients) and the libFuzzer targets for 30 s each (random shapes, masks
+# and values), which link the same kernels; under TSan the tests labelled threads. Every
+# configuration compiles the kernels once (ARGUS_COMPILED_KERNELS) and the tests at -Og
+# (sanitizers: -O0; fuzzers: -O1), with precompiled headers. `make test-clang` runs the
+# whole suite with Clang, `make test-asan-all` every unit and golden test under ASan+UBSan.
 test: deps
 	$(call run_preset,gcc)
 	cmake --preset clang
@@ -98,7 +99,6 @@ test: deps
 	ctest --preset clang -j $(JOBS) -R '^(static|headers)$$'
 	$(call run_preset,asan)
 	$(call run_preset,tsan)
-	$(call run_preset,fuzz)
 
 test-gcc: deps
 	$(call run_preset,gcc)
@@ -117,21 +117,26 @@ test-asan-all: deps
 test-tsan: deps
 	$(call run_preset,tsan)
 
+# The fuzzers (fuzz.<stem> for each tests/fuzz/<stem>.cpp) are built by the asan preset,
+# beside the tests labelled memory, and link the same instrumented kernels.
+FUZZ_TARGETS := $(addprefix fuzz.,$(basename $(notdir $(wildcard tests/fuzz/*.cpp))))
 test-fuzz: deps
-	$(call run_preset,fuzz)
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS) --target $(FUZZ_TARGETS)
+	ctest --preset asan -j $(JOBS) -L fuzz
 
 # The long fuzzing run: FUZZ_SECONDS of tests/fuzz/$(FUZZER).cpp (attention_fuzzer, the
 # forward, or gradient_fuzzer, training), one job; the corpus it grows stays in
-# build/fuzz/tests/fuzz/corpus/ for the next run.
+# build/asan/tests/fuzz/corpus/ for the next run.
 FUZZ_SECONDS ?= 3600
 FUZZER ?= attention_fuzzer
 fuzz: deps
-	cmake --preset fuzz
-	cmake --build --preset fuzz -j $(JOBS)
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS) --target fuzz.$(FUZZER)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ./build/fuzz/tests/fuzz/fuzz.$(FUZZER) -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
-	  -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/tests/fuzz/ \
-	  build/fuzz/tests/fuzz/corpus/$(FUZZER) tests/fuzz/corpus/$(FUZZER)
+	  ./build/asan/tests/fuzz/fuzz.$(FUZZER) -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
+	  -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/asan/tests/fuzz/ \
+	  build/asan/tests/fuzz/corpus/$(FUZZER) tests/fuzz/corpus/$(FUZZER)
 
 # BENCH_ARGS goes to bench/run.py (e.g. BENCH_ARGS=--no-compile); bench-quick is the short run.
 # BENCH_PEERS=0 leaves the oneDNN and libtorch peers out (not installed, not built).

@@ -26,9 +26,8 @@ endif()
 # (argus_add_kernel_library, argus/kernel/instances.hpp), and every test, example and
 # benchmark links it: their own translation units then only compile argus's expression layer,
 # which the presets build at -Og. Off in the `release` preset (the benchmarks compile the
-# kernels in each TU at -O3, as a header-only user does) and in the `fuzz` preset, whose
-# tests/fuzz/CMakeLists.txt compiles the kernels once itself, with libFuzzer's coverage
-# instrumentation.
+# kernels in each TU at -O3, as a header-only user does). With ARGUS_BUILD_FUZZERS (the
+# `asan` preset), tests/fuzz/CMakeLists.txt adds libFuzzer's coverage instrumentation to them.
 #
 # ARGUS_KERNEL_DISPATCH makes argus_kernels a dispatching library (argus_add_kernel_library(...
 # DISPATCH)): the portable, AVX2+FMA and AVX-512 kernels side by side, one picked at run time.
@@ -38,10 +37,12 @@ endif()
 #           -DARGUS_COMPILED_KERNELS=ON -DARGUS_KERNEL_DISPATCH=ON
 # The kernels compile at -O2, or at -O3 in a Release build (as the header-only benchmarks).
 option(ARGUS_COMPILED_KERNELS "Tests, examples and benchmarks link the kernels compiled once" ON)
-# The kernels' optimisation flag, when not the default (-O2, -O3 in Release): the asan preset
-# takes -O0, at which GCC compiles the instrumented kernel library in a third of its -O1 time
-# and the tests it serves run as fast (docs/contributing/testing.md).
-set(ARGUS_KERNEL_OPTIMIZATION "" CACHE STRING "Optimisation flag of the compiled kernels (empty: -O2, -O3 in Release)")
+# The kernels' optimisation flags (a list), when not the default (-O2, -O3 in Release): the
+# asan preset takes -O1 (the fuzzers it builds too need the kernels' speed) and -g0 (Clang
+# spends a sixth of the instrumented kernels' compile on line tables; a report still names
+# the kernel's function): docs/contributing/testing.md.
+set(ARGUS_KERNEL_OPTIMIZATION "" CACHE STRING
+    "Optimisation flags of the compiled kernels, a list (empty: -O2, -O3 in Release)")
 option(ARGUS_KERNEL_DISPATCH
        "argus_kernels holds every instruction set's kernels and picks one at run time (with ARGUS_COMPILED_KERNELS)" OFF)
 if(ARGUS_KERNEL_DISPATCH AND NOT ARGUS_COMPILED_KERNELS)
@@ -97,7 +98,7 @@ endfunction()
 # argus/viz/ (PNG through stb_image_write, Debian's libstb). Tests, examples and the
 # header check link them through argus_dev; the argus::argus target never does. Only the tests
 # and the examples include them, so a build of the benchmarks or the fuzzers alone (the
-# release and fuzz presets) neither needs nor looks for them: it configures where neither is
+# release preset; ARGUS_BUILD_TESTS=OFF with ARGUS_BUILD_FUZZERS) neither needs nor looks for them: it configures where neither is
 # installed (Ubuntu's libstb-dev, for one, ships no pkg-config file).
 if(ARGUS_BUILD_TESTS OR ARGUS_BUILD_EXAMPLES)
   find_package(nlohmann_json 3.10 REQUIRED)
@@ -123,6 +124,8 @@ set(ARGUS_TEST_COSTS
     unit.kernel.gemm.split 40
     unit.kernel.flash_attention 37
     unit.grad.bad_values 33
+    fuzz.attention_fuzzer 31
+    fuzz.gradient_fuzzer 31
     docs.worked_example 28
     tidy.avx2 23
     tidy.portable 21

@@ -9,8 +9,8 @@
 // every evaluator; anything else (a crash, a sanitizer report, another exception, a
 // disagreement) aborts.
 //
-//   cmake --preset fuzz && cmake --build --preset fuzz && ctest --preset fuzz   (bounded run)
-//   make fuzz FUZZ_SECONDS=3600                                                 (long run)
+//   make test-fuzz                 (bounded run: the asan preset's build, ctest -L fuzz, 30 s)
+//   make fuzz FUZZ_SECONDS=3600    (long run)
 //
 // Input layout: byte 0 the configuration (bit 7: a module), 1 batch, 2 seq_q, 3 seq_kv, 4 mask
 // flags (a module: bit 6 self-attention, bit 7 non-finite weights too), 5 misuse flags, 6
