@@ -19,6 +19,8 @@
 #   --march=ISA   the -march the two sides and the driver are compiled for (default native;
 #                 x86-64-v3 for the AVX2 kernels, x86-64 for the portable ones)
 #   --cxx=CXX     the compiler (default g++-12; clang++-14 works too)
+#   --opt=FLAG    the optimisation flag (default -O3, as the benchmarks; ctest tools.ab, which
+#                 checks the tool and not the kernels' speed, takes -O1: half the compile)
 #   --keep        keep the temporary directory, and print it
 #
 # Only the code inside argus::kernel's ISA namespace (ARGUS_KERNEL_ISA_NAMESPACE: the
@@ -27,18 +29,19 @@
 # both sides or on neither; the script lists the headers that differ between the revisions.
 set -euo pipefail
 
-march=native cxx=g++-12 keep=0
+march=native cxx=g++-12 opt=-O3 keep=0
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --march=*) march=${1#--march=} ;;
     --cxx=*) cxx=${1#--cxx=} ;;
+    --opt=*) opt=${1#--opt=} ;;
     --keep) keep=1 ;;
     *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2
@@ -84,7 +87,7 @@ else
   echo "ab.sh: the two sides' headers are identical (an A/A run)"
 fi
 
-flags=(-std=c++20 -O3 -DNDEBUG "-march=$march" -pthread)
+flags=(-std=c++20 "$opt" -DNDEBUG "-march=$march" -pthread)
 echo "ab.sh: A = $rev_a, B = $rev_b; $cxx ${flags[*]}"
 "$cxx" "${flags[@]}" -I"$tmp/a/include" -DARGUS_AB_SIDE=a -c "$here/variant.cpp" -o "$tmp/a.o" &
 "$cxx" "${flags[@]}" -I"$tmp/b/include" -DARGUS_AB_SIDE=b -c "$here/variant.cpp" -o "$tmp/b.o" &
