@@ -2,7 +2,7 @@
 #
 #   make demo        install missing Debian packages, build and run examples/00_demo.cpp
 #   make test        GCC: everything; Clang: compile-time checks; ASan+UBSan (Clang): the tests
-#                    labelled memory and the libFuzzer targets, 30 s each; TSan: those labelled threads
+#                    labelled memory, the libFuzzer targets 30 s each; TSan: those labelled threads
 #   make test-gcc | test-clang | test-asan | test-tsan    one configuration
 #   make test-fuzz   only the libFuzzer targets' 30 s runs (the asan preset's build)
 #   make test-asan-all   every unit and golden test under ASan+UBSan (long)

@@ -98,8 +98,9 @@ endfunction()
 # argus/viz/ (PNG through stb_image_write, Debian's libstb). Tests, examples and the
 # header check link them through argus_dev; the argus::argus target never does. Only the tests
 # and the examples include them, so a build of the benchmarks or the fuzzers alone (the
-# release preset; ARGUS_BUILD_TESTS=OFF with ARGUS_BUILD_FUZZERS) neither needs nor looks for them: it configures where neither is
-# installed (Ubuntu's libstb-dev, for one, ships no pkg-config file).
+# release preset; ARGUS_BUILD_TESTS=OFF with ARGUS_BUILD_FUZZERS) neither needs nor looks for
+# them: it configures where neither is installed (Ubuntu's libstb-dev, for one, ships no
+# pkg-config file).
 if(ARGUS_BUILD_TESTS OR ARGUS_BUILD_EXAMPLES)
   find_package(nlohmann_json 3.10 REQUIRED)
   find_package(PkgConfig REQUIRED)
