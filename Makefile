@@ -38,7 +38,7 @@ BENCH_PEERS ?= 1
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '1,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@if ! command -v dpkg-query >/dev/null; then \
