@@ -19,8 +19,10 @@ SHELL := /bin/bash
 JOBS ?= 2
 # Debian 12 packages the build, the tests (clang-format, clang-tidy: labels format, tidy;
 # libFuzzer: label fuzz) and bench/ (compare.py needs numpy and scipy) use; nlohmann-json3-dev
-# (safetensors headers) and libstb-dev (PNG) serve argus/io and argus/viz.
-DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 libfuzzer-14-dev cmake ninja-build \
+# (safetensors headers) and libstb-dev (PNG) serve argus/io and argus/viz. llvm-14 brings
+# llvm-symbolizer-14, which Clang's sanitizer runtime (the asan preset) looks for to print
+# function names and lines in a report; GCC's has a symbolizer built in, Clang's has not.
+DEPS := g++-12 clang-14 clang-format-14 clang-tidy-14 libfuzzer-14-dev llvm-14 cmake ninja-build \
         libboost-dev libboost-test-dev libbenchmark-dev libbenchmark-tools libeigen3-dev \
         python3-matplotlib python3-numpy python3-scipy nlohmann-json3-dev libstb-dev
 # The peers bench/ compares with (issue 10), installed by `make bench` only, never by `make deps`
