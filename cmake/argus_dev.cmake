@@ -120,7 +120,7 @@ endif()
 set(ARGUS_TEST_COSTS
     unit.kernel.gemm 54
     tidy.avx512 51
-    unit.eval.prepacked 46
+    unit.eval.prepacked.split 46
     tools.ab 44
     unit.kernel.gemm.split 40
     unit.kernel.flash_attention 37
@@ -131,6 +131,7 @@ set(ARGUS_TEST_COSTS
     tidy.avx2 23
     tidy.portable 21
     unit.eval.differential 19
+    unit.eval.prepacked 15
     unit.eval.fused_vs_unfused 11
     unit.eval.concurrent_callers 10
     unit.eval.bad_values 10
