@@ -101,9 +101,10 @@ struct evaluator {
               xr = x.row(b, h, s);
             else
               xr = x.row(b, s);
+            const double* wh = w.row(h, 0);  // head h's weight, d_in x r.ext[3]
             for (std::size_t j = 0; j < r.ext[3]; ++j) {
               double acc = bias.empty() ? 0.0 : bias[h * r.ext[3] + j];
-              const double* wj = w.row(h, 0) + j;  // head h's column j, stride r.ext[3]
+              const double* wj = wh + j;  // its column j, stride r.ext[3]
               for (std::size_t p = 0; p < w.ext[1]; ++p) acc += xr[p] * wj[p * r.ext[3]];
               r.at(b, h, s, j) = acc;
             }
@@ -144,14 +145,15 @@ struct evaluator {
     const std::size_t group = q.ext[1] / k.ext[1];
     for (std::size_t b = 0; b < r.ext[0]; ++b)
       for (std::size_t h = 0; h < r.ext[1]; ++h)
-        for (std::size_t i = 0; i < r.ext[2]; ++i)
+        for (std::size_t i = 0; i < r.ext[2]; ++i) {
+          const double* qi = q.row(b, h, i);
           for (std::size_t j = 0; j < r.ext[3]; ++j) {
-            const double* qi = q.row(b, h, i);
             const double* kj = k.row(b, h / group, j);
             double acc = 0;
             for (std::size_t p = 0; p < q.ext[3]; ++p) acc += qi[p] * kj[p];
             r.at(b, h, i, j) = acc * static_cast<double>(e.scale);
           }
+        }
     return r;
   }
 
