@@ -158,7 +158,11 @@ inline stored_tensor read_npy(const std::filesystem::path& file, std::string nam
   std::size_t header_len = 0, header_start = 0;
   if (major == 1) {
     header_len = detail::load_little_endian<std::uint16_t>(pre.data() + 8), header_start = 10;
-  } else if ((major == 2 || major == 3) && file_size >= 12) {
+  } else if (major == 2 || major == 3) {
+    if (file_size < 12)
+      throw load_error(where + ": truncated: " + std::to_string(file_size) +
+                       " bytes, too short for the 12-byte preamble of a version " +
+                       std::to_string(major) + ".x .npy file");
     header_len = detail::load_little_endian<std::uint32_t>(pre.data() + 8), header_start = 12;
   } else {
     throw load_error(where + ": .npy format version " + std::to_string(major) + "." +

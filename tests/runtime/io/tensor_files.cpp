@@ -105,6 +105,14 @@ BOOST_AUTO_TEST_CASE(npy_rejects_what_it_cannot_read_exactly) {
   expect_load_error(read, {"truncated", "header"});
   write_file(f, bytes(full.begin(), full.begin() + 5));
   expect_load_error(read, {"too short"});
+  // Versions 2.0 and 3.0 have a 12-byte preamble: cut short in it, the file is truncated (not
+  // of an unsupported version).
+  for (const unsigned version : {2u, 3u}) {
+    const bytes v = npy_bytes(npy("<f4", {2, 3}, data, false, version));
+    write_file(f, bytes(v.begin(), v.begin() + 11));
+    expect_load_error(
+        read, {f.string(), "truncated", "11 bytes", "version " + std::to_string(version) + ".x"});
+  }
   bytes wrong_magic = full;
   wrong_magic[1] = 'X';
   write_file(f, wrong_magic);
