@@ -14,13 +14,74 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <type_traits>
 
 namespace argus {
 
+namespace detail {
+
+/// The most elements a shape describes: PTRDIFF_MAX, so that every offset of a row-major
+/// tensor of the shape is a valid pointer difference.
+inline constexpr std::size_t max_elements =
+    static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+
+/// Whether the product of the non-zero values of e is at most max_elements. Zeros are left
+/// out so that an empty tensor of extents (2^62, 0, 16) is refused too: a loop over its
+/// other axes would not end in any useful time.
+template <std::size_t R>
+constexpr bool element_count_fits(const std::array<std::size_t, R>& e) noexcept {
+  std::size_t n = 1;
+  for (const std::size_t x : e)
+    if (x != 0) {
+      if (n > max_elements / x) return false;
+      n *= x;
+    }
+  return true;
+}
+
+/// "(a, b, c)".
+template <std::size_t R>
+std::string extents_text(const std::array<std::size_t, R>& e) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < R; ++i) s += (i ? ", " : "") + std::to_string(e[i]);
+  return s + ")";
+}
+
+/// Throws shape_error naming the extents when they describe more than max_elements elements.
+template <std::size_t R>
+constexpr void check_element_count(const std::array<std::size_t, R>& e) {
+  if (!element_count_fits(e))
+    throw shape_error("argus::shape: the extents " + extents_text(e) +
+                      " describe too many elements: the product of the non-zero extents must "
+                      "be at most " +
+                      std::to_string(max_elements) + " (PTRDIFF_MAX)");
+}
+
+/// Throws shape_error when the run-time extent at axis `axis` is a negative number.
+template <class I>
+constexpr void check_not_negative(I value, std::size_t axis) {
+  if constexpr (std::is_signed_v<I>)
+    if (value < I(0))
+      throw shape_error("argus::shape: the run-time extent of axis " + std::to_string(axis) +
+                        " is " + std::to_string(value) + "; an extent must be at least 0");
+}
+
+}  // namespace detail
+
+/// A shape's static extents (run-time ones count as 0 here) describe at most PTRDIFF_MAX
+/// elements, zeros left out; run-time extents are checked when a shape is made (shape_error).
+template <std::size_t... Extents>
+concept static_extents_fit_in_a_tensor = detail::element_count_fits(
+    std::array<std::size_t, sizeof...(Extents)>{(Extents == dyn ? 0 : Extents)...});
+
 template <Axis... Axes>
 class shape {
+  static_assert(static_extents_fit_in_a_tensor<Axes::static_extent...>,
+                "static_extents_fit_in_a_tensor: the product of a shape's static extents must "
+                "be at most PTRDIFF_MAX elements");
+
  public:
   using index_type = std::size_t;
   static constexpr std::size_t rank() noexcept { return sizeof...(Axes); }
@@ -39,20 +100,23 @@ class shape {
       if (e == dyn) e = 0;
   }
 
-  /// From the run-time extents only, in axis order (as std::extents).
+  /// From the run-time extents only, in axis order (as std::extents). A negative extent, or
+  /// extents whose product (zeros left out) exceeds PTRDIFF_MAX, throw shape_error.
   // clang-format off
   template <class... I>
     requires(sizeof...(I) == rank_dynamic() && rank_dynamic() > 0 &&
              (std::is_convertible_v<I, std::size_t> && ...))
-  constexpr explicit shape(I... dynamic) noexcept : extents_(statics_) {
+  constexpr explicit shape(I... dynamic) : extents_(statics_) {
     // clang-format on
-    const std::array<std::size_t, sizeof...(I)> d{static_cast<std::size_t>(dynamic)...};
     std::size_t k = 0;
-    for (std::size_t i = 0; i < rank(); ++i)
-      if (statics_[i] == dyn) extents_[i] = d[k++];
+    ((detail::check_not_negative(dynamic, dynamic_axis(k)),
+      extents_[dynamic_axis(k++)] = static_cast<std::size_t>(dynamic)),
+     ...);
+    detail::check_element_count(extents_);
   }
 
-  /// From every extent; a static one that differs from the given value throws shape_error.
+  /// From every extent; a static one that differs from the given value, or extents whose
+  /// product (zeros left out) exceeds PTRDIFF_MAX, throw shape_error.
   static constexpr shape from_extents(const std::array<std::size_t, rank()>& all) {
     shape s = uninitialised();
     for (std::size_t i = 0; i < rank(); ++i) {
@@ -60,6 +124,7 @@ class shape {
         detail::check_extents_agree("shape", "static extent", statics_[i], "given extent", all[i]);
       s.extents_[i] = all[i];
     }
+    detail::check_element_count(s.extents_);
     return s;
   }
 
@@ -84,6 +149,12 @@ class shape {
         using A = typename decltype(axis_type)::type;
         return acc == dyn || A::static_extent == dyn ? dyn : acc * A::static_extent;
       });
+  /// The position of the k-th run-time axis.
+  static constexpr std::size_t dynamic_axis(std::size_t k) noexcept {
+    for (std::size_t i = 0; i < rank(); ++i)
+      if (statics_[i] == dyn && k-- == 0) return i;
+    return rank();
+  }
   static constexpr shape uninitialised() noexcept { return shape(tag{}); }
   struct tag {};
   constexpr explicit shape(tag) noexcept : extents_{} {}
