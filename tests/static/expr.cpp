@@ -151,6 +151,13 @@ static_assert(!can_project<const activation&, const weight_double&>);  // float 
 static_assert(
     !can_project_with_bias<const activation&, const weight&, const bias_short&>);  // 16 != 32
 static_assert(!can_project_with_bias<const activation&, const weight&, int>);  // not a bias at all
+// The bias has its weight's form: 32 entries either way, but per head for a stacked W, stacked
+// for a per-head one, or per head for other heads (8 of 4 for 4 of 8).
+using per_head_bias_other_heads = tensor<float, shape<head<8>, head_dim<4>>>;
+static_assert(!can_project_with_bias<const activation&, const weight&, const per_head_bias&>);
+static_assert(!can_project_with_bias<const activation&, const per_head_weight&, const bias&>);
+static_assert(!can_project_with_bias<const activation&, const per_head_weight&,
+                                     const per_head_bias_other_heads&>);
 static_assert(!can_project<split_t<8, const activation&>,
                            const per_head_weight&>);  // 4 weight heads, 8 input heads
 static_assert(
@@ -186,6 +193,14 @@ static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads<3, 8, 12, 8>&>);
 static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads_double&>);    // float vs double
 static_assert(!can_score<const activation&, split_t<8, const activation&>>);  // queries not split
 static_assert(!can_score<split_t<8, const activation&>, const activation&>);  // keys not split
+// Widths are static on every operand: head<dyn> or head_dim<dyn> keys, and split heads of a
+// model<dyn> activation, are refused (model_width_is_static).
+using heads_run_time_count = tensor<float, shape<batch<2>, head<dyn>, seq<12>, head_dim<8>>>;
+using heads_run_time_width = tensor<float, shape<batch<2>, head<8>, seq<12>, head_dim<dyn>>>;
+using activation_run_time_width = tensor<float, shape<batch<2>, seq<16>, model<dyn>>>;
+static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads_run_time_count&>);
+static_assert(!can_score<const heads<2, 8, 16, 8>&, const heads_run_time_width&>);
+static_assert(!argus::split_heads_accepts<8, const activation_run_time_width&>);
 
 // ---- masks -------------------------------------------------------------------------------
 

@@ -122,6 +122,8 @@ static_assert(!takes_biases<bias<64>, bias<32>, bias<16>, bias<64>>);  // b_k 32
 static_assert(!takes_biases<bias<64>, bias<16>, bias<48>, bias<64>>);  // b_v 48 != 2 · 8
 static_assert(!takes_biases<bias<64>, bias<16>, bias<16>, bias<48>>);  // b_o 48 != d_model 64
 static_assert(!takes_biases<bias<64, double>, bias<16>, bias<16>, bias<64>>);  // double b_q
+static_assert(!takes_biases<tensor<float, shape<head<8>, head_dim<8>>>, bias<16>, bias<16>,
+                            bias<64>>);  // b_q per head: 64 entries, but the module's are (model)
 static_assert(!no_bias_mha::accepts_biases<const bias<64>&, const bias<64>&, const bias<64>&,
                                            const bias<64>&>);  // no biases to take
 

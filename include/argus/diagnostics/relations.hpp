@@ -28,8 +28,8 @@ concept heads_divide_d_model = Heads != 0 && DModel % (DKDerived ? Heads : 1) ==
 template <std::size_t Heads, std::size_t KVHeads>
 concept kv_heads_divide_heads = KVHeads != 0 && Heads % KVHeads == 0;
 
-/// Model widths (d_model, kdim, vdim, head widths) are compile-time extents; only batch and
-/// seq may be run-time (dyn).
+/// Model widths (d_model, kdim, vdim, heads, head widths) are compile-time extents; only batch
+/// and seq may be run-time (dyn).
 template <std::size_t Width>
 concept model_width_is_static = Width != dyn;
 
@@ -88,6 +88,9 @@ concept input_width_equals_weight_rows = InputWidth == WeightRows;
 /// x·W + b: b has one entry per column of W.
 template <std::size_t BiasLength, std::size_t WeightCols>
 concept bias_length_equals_weight_cols = BiasLength == WeightCols;
+/// A per-head bias (h, d_k) beside a per-head weight (h, d_in, d_k): same h.
+template <std::size_t BiasHeads, std::size_t WeightHeads>
+concept bias_heads_equal_weight_heads = BiasHeads == WeightHeads;
 /// Per-head weights (h, d_in, d_k) applied to split input (B, h, S, d_in): same h.
 template <std::size_t WeightHeads, std::size_t InputHeads>
 concept weight_heads_equal_input_heads = WeightHeads == InputHeads;
@@ -149,9 +152,11 @@ concept axes_are_a_stacked_or_per_head_weight = bool(shape_has_axes<S, model, mo
 /// A stacked weight of a module: (model, model).
 template <class S>
 concept axes_are_a_stacked_weight = shape_has_axes<S, model, model>;
-/// A bias: (model) for a stacked weight, (head, head_dim) for a per-head one.
-template <class S>
-concept axes_are_a_bias = bool(shape_has_axes<S, model> || shape_has_axes<S, head, head_dim>);
+/// A bias: (model) for a stacked weight and for a module, (head, head_dim) for a per-head
+/// weight (PerHead).
+template <class S, bool PerHead = false>
+concept axes_are_a_bias = bool(PerHead ? shape_has_axes<S, head, head_dim>
+                                       : shape_has_axes<S, model>);
 /// A (seq_q, seq_kv) boolean or additive mask.
 template <class S>
 concept axes_are_seq_seq = shape_has_axes<S, seq, seq>;

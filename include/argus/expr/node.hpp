@@ -133,8 +133,21 @@ template <Operand X, std::size_t I>
 using axis_of = axis_t<shape_of<X>, I>;
 
 namespace detail {
+/// dyn when some width axis (model, head, head_dim) of shape S is a run-time extent, else 0.
+template <class S>
+inline constexpr std::size_t run_time_width = 0;
+template <class... A>
+inline constexpr std::size_t run_time_width<shape<A...>> =
+    ((A::static_extent == dyn &&
+      (same_axis_kind<A, model<1>>::value || same_axis_kind<A, head<1>>::value ||
+       same_axis_kind<A, head_dim<1>>::value)) ||
+     ...)
+        ? dyn
+        : 0;
+
 /// Reports (static_assert) the first operand rule X breaks; true when it breaks none. A
 /// rejected operand (an earlier error, already reported) is false without a second report.
+/// Every entry point checks its operands here, so a rule of operands holds for all of them.
 template <bool Report, class X>
 constexpr bool operand_accepted() {
   if constexpr (any_rejected<X>) {
@@ -156,6 +169,11 @@ constexpr bool operand_accepted() {
     return true;
   }
 }
+/// Whether the widths of operand X (an accepted one) are all static.
+template <class X>
+constexpr bool operand_widths_static() {
+  return model_width_is_static<run_time_width<shape_of<X>>>;
+}
 /// The position of the first false in `ok`, or ok.size() when there is none.
 template <std::size_t N>
 constexpr std::size_t first_false(const std::array<bool, N>& ok) {
@@ -166,16 +184,28 @@ constexpr std::size_t first_false(const std::array<bool, N>& ok) {
 /// operand_accepted for each operand: the first that breaks a rule is reported, the others
 /// are not. The one reported is instantiated from here directly, wherever it stands among the
 /// operands, so its error is as few lines deep for the last operand as for the first.
+/// Then, over operands that all pass, the first whose widths are not static is reported
+/// (model_width_is_static, from here: one level less deep): a head<dyn> or head_dim<dyn>
+/// operand would reach the kernels unchecked (4 query heads against 3 key heads read past K),
+/// and a model<dyn> one would break a later rule with dyn's value.
 template <bool Report, class X, class... Rest>
 constexpr bool operands_accepted() {
-  constexpr std::size_t first = first_false(std::array<bool, 1 + sizeof...(Rest)>{
-      operand_accepted<false, X>(), operand_accepted<false, Rest>()...});
-  if constexpr (first == 1 + sizeof...(Rest)) {
-    return true;
-  } else {
+  constexpr std::size_t count = 1 + sizeof...(Rest);
+  constexpr std::size_t first = first_false(
+      std::array<bool, count>{operand_accepted<false, X>(), operand_accepted<false, Rest>()...});
+  if constexpr (first != count) {
     if constexpr (Report)
       (void)operand_accepted<true, std::tuple_element_t<first, std::tuple<X, Rest...>>>();
     return false;
+  } else {
+    constexpr std::size_t wide = first_false(
+        std::array<bool, count>{operand_widths_static<X>(), operand_widths_static<Rest>()...});
+    using W = std::tuple_element_t<wide == count ? 0 : wide, std::tuple<X, Rest...>>;
+    if constexpr (Report && wide != count)
+      static_assert(model_width_is_static<run_time_width<shape_of<W>>>,
+                    "model_width_is_static: an operand's widths (model<N>, head<N>, head_dim<N>) "
+                    "are compile-time extents; only batch<> and seq<> may be argus::dyn");
+    return wide == count;
   }
 }
 }  // namespace detail

@@ -29,6 +29,12 @@ template <Shape W>
 inline constexpr std::size_t weight_cols = static_extent_v<W, W::rank() - 1>;
 template <Shape W>
 inline constexpr std::size_t weight_heads = W::rank() == 3 ? static_extent_v<W, 0> : 0;
+template <Shape W>
+inline constexpr bool per_head_weight = W::rank() == 3;
+// The heads of a per-head bias (H,DK); a stacked bias (Dout) counts as having the weight's
+// heads (0), so that bias_heads_equal_weight_heads holds for it (a conjunct, as below).
+template <Shape B>
+inline constexpr std::size_t bias_heads = B::rank() == 2 ? static_extent_v<B, 0> : 0;
 // The heads of a split input (B,H,S,Din). An unsplit input (B,S,Din) counts as having the
 // weight's heads, so weight_heads_equal_input_heads holds for it: the relation stays a conjunct
 // (GCC does not look inside a disjunction, so `rank == 3 || relation` hid its name).
@@ -142,10 +148,10 @@ constexpr bool project_accepted() {
     return true;
   } else if constexpr (!operands_accepted<Report, B>()) {
     return false;
-  } else if constexpr (!axes_are_a_bias<shape_of<B>>) {
+  } else if constexpr (!axes_are_a_bias<shape_of<B>, detail::per_head_weight<shape_of<W>>>) {
     if constexpr (Report)
       static_assert(
-          axes_are_a_bias<shape_of<B>>,
+          axes_are_a_bias<shape_of<B>, detail::per_head_weight<shape_of<W>>>,
           "axes_are_a_bias: argus::project(x, w, b) takes b of axes (model) for a stacked "
           "w, (head, head_dim) for a per-head one");
     return false;
@@ -153,6 +159,14 @@ constexpr bool project_accepted() {
     if constexpr (Report)
       static_assert(value_types_agree<value_type_of<X>, value_type_of<B>>,
                     "value_types_agree: argus::project(x, w, b) takes b of the value type of x");
+    return false;
+  } else if constexpr (!bias_heads_equal_weight_heads<detail::bias_heads<shape_of<B>>,
+                                                      detail::weight_heads<shape_of<W>>>) {
+    if constexpr (Report)
+      static_assert(bias_heads_equal_weight_heads<detail::bias_heads<shape_of<B>>,
+                                                  detail::weight_heads<shape_of<W>>>,
+                    "bias_heads_equal_weight_heads: argus::project(x, w, b) with a per-head w "
+                    "of H heads needs a per-head b of H heads");
     return false;
   } else if constexpr (!bias_length_equals_weight_cols<shape_of<B>::static_size(),
                                                        detail::projection_width<shape_of<W>>>) {

@@ -36,9 +36,15 @@ namespace detail {
 /// 1/sqrt(d_k) for queries Q, or 1 while Q is not yet known to be valid.
 template <class Q>
 auto default_scale() {
-  if constexpr (Operand<Q> && axes_are_batch_head_seq_head_dim<shape_of<Q>>) {
-    using T = value_type_of<Q>;
-    return T(1) / std::sqrt(T(axis_of<Q, 3>::static_extent));
+  // Nested: in `Operand<Q> && ...<shape_of<Q>>` shape_of<Q> is formed even for a Q that is
+  // not an operand (a rejected earlier expression), and fails there: a second error.
+  if constexpr (Operand<Q>) {
+    if constexpr (axes_are_batch_head_seq_head_dim<shape_of<Q>>) {
+      using T = value_type_of<Q>;
+      return T(1) / std::sqrt(T(axis_of<Q, 3>::static_extent));
+    } else {
+      return 1.0f;
+    }
   } else {
     return 1.0f;
   }

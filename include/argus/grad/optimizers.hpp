@@ -10,11 +10,24 @@
 // gradients of g (x_q, x_k, x_v) are not used.
 #pragma once
 
+#include <argus/expr/attention.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
 
 namespace argus {
+
+/// An optimiser's Module is a multi_head_attention (prepack(m) takes the same rule).
+template <class Module>
+concept argument_is_a_multi_head_attention = MultiHeadAttentionModule<Module>;
+
+/// opt.step(m, g): g = backward(...) of a tape of a module of m's type.
+template <class G, class Module>
+concept gradients_are_of_the_module = requires {
+  typename G::module_type;
+}
+&&std::is_same_v<typename G::module_type, Module>;
 
 namespace detail {
 
@@ -48,6 +61,7 @@ void for_each_parameter(M& m, const G& g, F&& f, S&... state) {
 /// Stochastic gradient descent with momentum: v ← momentum·v + g, w ← w − rate·v
 /// (PyTorch's SGD with dampening 0; momentum 0 is plain SGD).
 template <class Module>
+  requires argument_is_a_multi_head_attention<Module>
 struct sgd {
   using value_type = typename Module::value_type;
   value_type rate = value_type(0.01);
@@ -57,7 +71,7 @@ struct sgd {
   /// Updates m's parameters from g = backward(...) of a tape of m.
   // clang-format off
   template <class G>
-  requires std::is_same_v<typename G::module_type, Module>
+  requires gradients_are_of_the_module<G, Module>
   void step(Module& m, const G& g) {
     // clang-format on
     detail::for_each_parameter(
@@ -75,6 +89,7 @@ struct sgd {
 /// Adam (Kingma & Ba): m ← β1·m + (1 − β1)·g, s ← β2·s + (1 − β2)·g², and
 /// w ← w − rate · m̂ / (√ŝ + ε) with the bias corrections m̂ = m / (1 − β1^t), ŝ = s / (1 − β2^t).
 template <class Module>
+  requires argument_is_a_multi_head_attention<Module>
 struct adam {
   using value_type = typename Module::value_type;
   value_type rate = value_type(0.001);
@@ -88,7 +103,7 @@ struct adam {
   /// Updates m's parameters from g = backward(...) of a tape of m.
   // clang-format off
   template <class G>
-  requires std::is_same_v<typename G::module_type, Module>
+  requires gradients_are_of_the_module<G, Module>
   void step(Module& m, const G& g) {
     // clang-format on
     ++steps;

@@ -38,6 +38,7 @@
 #include <argus/tensor/tensor.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -422,42 +423,108 @@ constexpr bool dout_fits_output() {
 }
 }  // namespace detail
 
-/// Runs m's forward pass on x_q, x_k, x_v with masks under policy p (argus::fused or
-/// argus::unfused) and keeps what backward() needs. os: options, masks (at most one of each
-/// kind) and at most one argus::dropout, in any order. The relations and run-time checks
-/// are those of m.forward(x_q, x_k, x_v, masks...); a dropout rate outside [0, 1] throws
-/// std::invalid_argument, before anything is computed.
-// clang-format off
-template <class Module, EvaluationPolicy P, Operand XQ, Operand XK, Operand XV, class... Os>
-requires detail::is_attention_module<Module> && detail::training_options<Os...>
-auto forward_for_training(const Module& m, P p, XQ&& x_q, XK&& x_k, XV&& x_v, const Os&... os) {
-  // clang-format on
-  static_assert(detail::dropouts_in<Os...> <= 1,
-                "argus::forward_for_training: at most one argus::dropout");
-  using module = Module;
-  auto e = std::apply(  // checks every relation and run-time extent
-      [&](const auto&... masks) { return m.forward(x_q, x_k, x_v, masks...); },
-      std::tuple_cat(detail::mask_if(os)...));
-  using E = decltype(e);
-  static_assert(detail::mask_chain<detail::masked_scores_t<E>>::ok,
-                "argus::forward_for_training: at most one mask of each kind (causal, ignore_keys, "
-                "ignore_where, add_to_scores)");
-  const dropout d = detail::dropout_of(os...);
-  auto tape = detail::tape_access::make<module, P, E>(
-      m, std::move(e), detail::contiguous_input(x_q), detail::contiguous_input(x_k),
-      detail::contiguous_input(x_v), d);
-  detail::tape_access::forward(tape, p);
-  return tape;
+namespace detail {
+/// The arguments of forward_for_training(m, p, args...) before the first option (a mask or a
+/// dropout): its inputs.
+template <class... Args>
+constexpr std::size_t training_inputs() {
+  std::size_t n = 0;
+  for (bool is_option : {training_option<std::remove_cvref_t<Args>>..., true}) {
+    if (is_option) break;
+    ++n;
+  }
+  return n;
 }
+/// The positions of the arguments m.forward takes: the inputs, then the masks (the dropout
+/// is the tape's).
+template <class... Args>
+constexpr auto forward_argument_positions() {
+  constexpr std::size_t inputs = training_inputs<Args...>();
+  constexpr std::array<bool, sizeof...(Args)> mask{Mask<std::remove_cvref_t<Args>>...};
+  constexpr std::size_t count = [&] {
+    std::size_t c = inputs;
+    for (std::size_t i = inputs; i < mask.size(); ++i) c += mask[i] ? 1 : 0;
+    return c;
+  }();
+  std::array<std::size_t, count> at{};
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < mask.size(); ++i)
+    if (i < inputs || mask[i]) at[c++] = i;
+  return at;
+}
+/// m.forward(args[at[0]], args[at[1]], ...), each an lvalue (the tape copies the inputs, so
+/// a temporary input is fine here).
+template <auto At, class Module, class Args, std::size_t... I>
+auto forward_at(const Module& m, const Args& args, std::index_sequence<I...>) {
+  return m.forward(std::get<At[I]>(args)...);
+}
+/// Whether every argument from the first option on is an option (a mask or a dropout).
+template <class... Args>
+constexpr bool options_follow_inputs() {
+  constexpr std::size_t inputs = training_inputs<Args...>();
+  constexpr std::array<bool, sizeof...(Args)> option{training_option<std::remove_cvref_t<Args>>...};
+  for (std::size_t i = inputs; i < option.size(); ++i)
+    if (!option[i]) return false;
+  return true;
+}
+}  // namespace detail
 
-/// Self-attention: forward_for_training(m, p, x, x, x, os...). The gradient of x is
-/// g.x_q + g.x_k + g.x_v.
+/// Runs m's forward pass on its inputs, (x) or (x_q, x_k, x_v), with masks under policy p
+/// (argus::fused or argus::unfused) and keeps what backward() needs: forward_for_training(m,
+/// p, x_q, x_k, x_v, os...) or forward_for_training(m, p, x, os...) (self-attention: the
+/// gradient of x is g.x_q + g.x_k + g.x_v). os: options, masks (at most one of each kind) and
+/// at most one argus::dropout, in any order. The relations and run-time checks are those of
+/// m.forward(inputs..., masks...), and m.forward reports the first broken one, as the only
+/// error; a dropout rate outside [0, 1] throws std::invalid_argument, before anything is
+/// computed.
 // clang-format off
-template <class Module, EvaluationPolicy P, Operand X, class... Os>
-requires detail::is_attention_module<Module> && detail::training_options<Os...>
-auto forward_for_training(const Module& m, P p, X&& x, const Os&... os) {
+template <class Module, EvaluationPolicy P, class... Args>
+requires detail::is_attention_module<Module>
+auto forward_for_training(const Module& m, P p, Args&&... args) {
   // clang-format on
-  return forward_for_training(m, p, x, x, x, os...);
+  constexpr std::size_t inputs = detail::training_inputs<Args...>();
+  constexpr auto at = detail::forward_argument_positions<Args...>();
+  const auto refs = std::forward_as_tuple(args...);
+  if constexpr (!detail::options_follow_inputs<Args...>()) {
+    static_assert(detail::options_follow_inputs<Args...>(),
+                  "argus::forward_for_training(m, policy, inputs..., options...): after the "
+                  "inputs come only masks and at most one argus::dropout");
+    return detail::rejected{};
+  } else {
+    // Without a dropout, m.forward takes the arguments as they are: its report of a broken
+    // rule is then one call deeper than the user's call, not two.
+    auto e = [&] {
+      if constexpr (at.size() == sizeof...(Args))
+        return m.forward(args...);
+      else
+        return detail::forward_at<at>(m, refs, std::make_index_sequence<at.size()>{});
+    }();
+    using E = decltype(e);
+    if constexpr (std::is_same_v<E, detail::rejected>) {
+      return e;  // m.forward has reported the broken rule
+    } else {
+      using options = std::tuple<std::remove_cvref_t<Args>...>;
+      constexpr std::size_t dropouts = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return detail::dropouts_in<std::tuple_element_t<inputs + I, options>...>;
+      }
+      (std::make_index_sequence<sizeof...(Args) - inputs>{});
+      static_assert(dropouts <= 1, "argus::forward_for_training: at most one argus::dropout");
+      static_assert(detail::mask_chain<detail::masked_scores_t<E>>::ok,
+                    "argus::forward_for_training: at most one mask of each kind (causal, "
+                    "ignore_keys, ignore_where, add_to_scores)");
+      const dropout d = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return detail::dropout_of(std::get<inputs + I>(refs)...);
+      }
+      (std::make_index_sequence<sizeof...(Args) - inputs>{});
+      constexpr std::size_t k = inputs == 1 ? 0 : 1, v = inputs == 1 ? 0 : 2;
+      auto tape = detail::tape_access::make<Module, P, E>(
+          m, std::move(e), detail::contiguous_input(std::get<0>(refs)),
+          detail::contiguous_input(std::get<k>(refs)), detail::contiguous_input(std::get<v>(refs)),
+          d);
+      detail::tape_access::forward(tape, p);
+      return tape;
+    }
+  }
 }
 
 /// The gradients of L with respect to every input and parameter of the tape's module, given
@@ -763,6 +830,17 @@ requires detail::is_attention_training_tape<Tape>::value typename Tape::gradient
   } else {
     std::terminate();  // not reached: the static_assert above has failed
   }
+}
+
+/// A rejected module call or expression (its error is already reported): forward_for_training
+/// and backward take it and give it back, silently, so that one misuse is one error.
+template <EvaluationPolicy P, class... Os>
+detail::rejected forward_for_training(detail::rejected, P, const Os&...) {
+  return {};
+}
+template <class DOut, EvaluationPolicy P>
+detail::rejected backward(detail::rejected, const DOut&, P) {
+  return {};
 }
 
 }  // namespace argus

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <argus/diagnostics/check.hpp>
+#include <argus/expr/node.hpp>
 #include <argus/shape/shape.hpp>
 #include <argus/tensor/tensor.hpp>
 #include <argus/tensor/tensor_view.hpp>
@@ -121,6 +122,12 @@ make_attention_map(const tensor<T, S>& w, const attention_picture_options& o = {
       // clang-format on
       return make_attention_map(w.view(), o);
     }
+
+  /// A rejected expression's weights (its error is already reported): nothing, silently.
+  inline detail::rejected make_attention_map(detail::rejected,
+                                             const attention_picture_options& = {}) {
+    return {};
+  }
 
   /// An sRGB colour.
   struct rgb {

@@ -56,17 +56,20 @@ BOOST_AUTO_TEST_CASE(extents_whose_product_wraps_around_throw_naming_them) {
   // 2^30 · 2^30 · 16 = 2^64: wrapped, size() was 0.
   expect_shape_error([] { tensor<float, activation> x(two_to(30), two_to(30)); },
                      {"argus::shape", "(1073741824, 1073741824, 16)", "too many elements", bound});
-  // (2^64 - 1)^2 · 16 wrapped to 16: what an unsigned -1 gives.
-  expect_shape_error(
-      [] { activation s(std::numeric_limits<std::size_t>::max(), std::size_t{1}); },
-      {"18446744073709551615"});
+  // An unsigned -1, 2^64 - 1 (· 1 · 16 wraps to 2^64 - 16).
+  expect_shape_error([] { activation s(std::numeric_limits<std::size_t>::max(), std::size_t{1}); },
+                     {"18446744073709551615"});
   float storage[16] = {};
   expect_shape_error([&] { tensor_view<float, activation> v(storage, two_to(32), two_to(28)); },
                      {"(4294967296, 268435456, 16)"});
-  expect_shape_error([] { (void)activation::from_extents({two_to(40), two_to(40), 16}); },
-                     {"(1099511627776, 1099511627776, 16)"});
+  expect_shape_error(
+      [] {
+        (void)activation::from_extents({two_to(40), two_to(40), 16});
+      },
+      {"(1099511627776, 1099511627776, 16)"});
   // Zeros are left out of the product: an empty tensor of (2^62, 0, 16) is refused too.
-  expect_shape_error([] { activation s(two_to(62), std::size_t{0}); }, {"(4611686018427387904, 0, 16)"});
+  expect_shape_error([] { activation s(two_to(62), std::size_t{0}); },
+                     {"(4611686018427387904, 0, 16)"});
 }
 
 BOOST_AUTO_TEST_CASE(extents_up_to_the_bound_are_accepted) {
