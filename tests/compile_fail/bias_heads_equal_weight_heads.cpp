@@ -9,8 +9,8 @@
 
 using activation =
     argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<5>, argus::model<64>>>;
-using per_head_weight = argus::tensor<
-    float, argus::shape<argus::head<4>, argus::model<64>, argus::head_dim<16>>>;
+using per_head_weight =
+    argus::tensor<float, argus::shape<argus::head<4>, argus::model<64>, argus::head_dim<16>>>;
 using per_head_bias = argus::tensor<float, argus::shape<argus::head<4>, argus::head_dim<16>>>;
 using other_heads_bias = argus::tensor<float, argus::shape<argus::head<8>, argus::head_dim<8>>>;
 

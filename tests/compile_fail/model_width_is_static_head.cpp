@@ -7,10 +7,11 @@
 #include <argus/expr/scores.hpp>
 #include <argus/tensor/tensor.hpp>
 
-using split = argus::tensor<
-    float, argus::shape<argus::batch<2>, argus::head<4>, argus::seq<>, argus::head_dim<16>>>;
-using run_time_heads = argus::tensor<
-    float, argus::shape<argus::batch<2>, argus::head<argus::dyn>, argus::seq<>, argus::head_dim<16>>>;
+using split =
+    argus::tensor<float,
+                  argus::shape<argus::batch<2>, argus::head<4>, argus::seq<>, argus::head_dim<16>>>;
+using run_time_heads = argus::tensor<float, argus::shape<argus::batch<2>, argus::head<argus::dyn>,
+                                                         argus::seq<>, argus::head_dim<16>>>;
 
 void build(const split& q, const split& k, const run_time_heads& k_dyn) {
   (void)argus::scores(q, k);

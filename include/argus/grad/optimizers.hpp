@@ -26,8 +26,8 @@ concept argument_is_a_multi_head_attention = MultiHeadAttentionModule<Module>;
 template <class G, class Module>
 concept gradients_are_of_the_module = requires {
   typename G::module_type;
-}
-&&std::is_same_v<typename G::module_type, Module>;
+  requires std::is_same_v<typename G::module_type, Module>;
+};
 
 namespace detail {
 

@@ -364,18 +364,7 @@ concept is_attention_module = requires(const M& m) {
 template <class O>
 concept training_option = Mask<O> || std::is_same_v<O, dropout>;
 template <class... Os>
-concept training_options = (training_option<Os> && ...);
-template <class... Os>
 inline constexpr std::size_t dropouts_in = (std::size_t{std::is_same_v<Os, dropout>} + ... + 0);
-
-/// The masks among the options, as a tuple.
-template <class O>
-auto mask_if(const O& o) {
-  if constexpr (Mask<O>)
-    return std::tuple<O>(o);
-  else
-    return std::tuple<>();
-}
 
 /// The dropout among the options (none: rate 0), checked: throws std::invalid_argument
 /// naming the rate unless 0 <= rate <= 1.
