@@ -1,7 +1,7 @@
 // project(x, w, b): a bias is (model) for a stacked weight, (head, head_dim) for a per-head
 // one; a (seq, head_dim) tensor is neither, even with one entry per column of W.
 // expect: axes_are_a_bias
-// expect-clang: does not satisfy 'axes_are_a_bias'
+// expect-clang: axes_are_a_bias<shape_of<.*shape<argus::seq<4>, argus::head_dim<16> >
 // expect-gcc: S = argus::shape<argus::seq<4>, argus::head_dim<16> >
 #include <argus/expr/attention.hpp>
 #include <argus/tensor/tensor.hpp>

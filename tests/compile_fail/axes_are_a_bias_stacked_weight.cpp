@@ -2,7 +2,7 @@
 // (head<4>, head_dim<16>) b, 64 entries too, is the other form's bias.
 // expect: axes_are_a_bias
 // expect-gcc: S = argus::shape<argus::head<4>, argus::head_dim<16> >
-// expect-clang: head<4>, argus::head_dim<16>>, false>
+// expect-clang: axes_are_a_bias<shape_of<.*shape<argus::head<4>, argus::head_dim<16> >
 #include <argus/expr/attention.hpp>
 #include <argus/tensor/tensor.hpp>
 

@@ -3,7 +3,7 @@
 // other heads.
 // expect: bias_heads_equal_weight_heads
 // expect-gcc: BiasHeads = 8|WeightHeads = 4
-// expect-clang: 8UL, 4UL
+// expect-clang: 8UL == 4UL
 #include <argus/expr/attention.hpp>
 #include <argus/tensor/tensor.hpp>
 
