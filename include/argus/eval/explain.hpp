@@ -88,14 +88,7 @@ namespace detail {
 
 template <Shape S>
 std::string extents_string(const S& s) {
-  // Appends only: GCC 12 warns falsely (-Wrestrict, bug 105651) on operator+ chains at -O3.
-  std::string r = "(";
-  for (std::size_t i = 0; i < S::rank(); ++i) {
-    if (i) r += ',';
-    r += std::to_string(s.extent(i));
-  }
-  r += ')';
-  return r;
+  return extents_text(s.extents(), ",");
 }
 
 template <class E>

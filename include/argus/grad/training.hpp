@@ -417,12 +417,8 @@ namespace detail {
 /// dropout): its inputs.
 template <class... Args>
 constexpr std::size_t training_inputs() {
-  std::size_t n = 0;
-  for (bool is_option : {training_option<std::remove_cvref_t<Args>>..., true}) {
-    if (is_option) break;
-    ++n;
-  }
-  return n;
+  return first_false(
+      std::array<bool, sizeof...(Args)>{!training_option<std::remove_cvref_t<Args>>...});
 }
 /// The positions of the arguments m.forward takes: the inputs, then the masks (the dropout
 /// is the tape's).
@@ -492,19 +488,13 @@ auto forward_for_training(const Module& m, P p, Args&&... args) {
     if constexpr (std::is_same_v<E, detail::rejected>) {
       return e;  // m.forward has reported the broken rule
     } else {
-      using options = std::tuple<std::remove_cvref_t<Args>...>;
-      constexpr std::size_t dropouts = [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return detail::dropouts_in<std::tuple_element_t<inputs + I, options>...>;
-      }
-      (std::make_index_sequence<sizeof...(Args) - inputs>{});
-      static_assert(dropouts <= 1, "argus::forward_for_training: at most one argus::dropout");
+      // The inputs are no dropouts: counting over every argument counts the options'.
+      static_assert(detail::dropouts_in<std::remove_cvref_t<Args>...> <= 1,
+                    "argus::forward_for_training: at most one argus::dropout");
       static_assert(detail::mask_chain<detail::masked_scores_t<E>>::ok,
                     "argus::forward_for_training: at most one mask of each kind (causal, "
                     "ignore_keys, ignore_where, add_to_scores)");
-      const dropout d = [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return detail::dropout_of(std::get<inputs + I>(refs)...);
-      }
-      (std::make_index_sequence<sizeof...(Args) - inputs>{});
+      const dropout d = detail::dropout_of(args...);  // it looks at the dropout only
       constexpr std::size_t k = inputs == 1 ? 0 : 1, v = inputs == 1 ? 0 : 2;
       auto tape = detail::tape_access::make<Module, P, E>(
           m, std::move(e), detail::contiguous_input(std::get<0>(refs)),

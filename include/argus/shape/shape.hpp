@@ -41,12 +41,17 @@ constexpr bool element_count_fits(const std::array<std::size_t, R>& e) noexcept 
   return true;
 }
 
-/// "(a, b, c)".
+/// "(a, b, c)", the extents joined by `separator`.
 template <std::size_t R>
-std::string extents_text(const std::array<std::size_t, R>& e) {
+std::string extents_text(const std::array<std::size_t, R>& e, const char* separator = ", ") {
+  // Appends only: GCC 12 warns falsely (-Wrestrict, bug 105651) on operator+ chains at -O3.
   std::string s = "(";
-  for (std::size_t i = 0; i < R; ++i) s += (i ? ", " : "") + std::to_string(e[i]);
-  return s + ")";
+  for (std::size_t i = 0; i < R; ++i) {
+    if (i) s += separator;
+    s += std::to_string(e[i]);
+  }
+  s += ')';
+  return s;
 }
 
 /// Throws shape_error naming the extents when they describe more than max_elements elements.
