@@ -1,6 +1,6 @@
 // forward_for_training(m, policy, inputs..., options...): after the inputs come only options,
-// masks and at most one argus::dropout; a number among them is neither (it was dropped
-// silently when a mask came before it).
+// masks and at most one argus::dropout; a number among them is neither (before the entry
+// point was one, such a call matched no overload: "does not satisfy training_options").
 // expect: after the inputs come only masks and at most one argus::dropout
 // expect-gcc: forward_for_training
 // expect-clang: forward_for_training
