@@ -7,15 +7,17 @@
 // Layout: an 8-byte little-endian header length N, N bytes of JSON
 // {"name": {"dtype": "F32", "shape": [48, 16], "data_offsets": [begin, end]}, ...,
 //  "__metadata__": {...}}, then the data, offsets relative to its start. Opening checks the
-// whole header: valid JSON, every entry well formed, offsets inside the file and end - begin
-// equal to the shape's element count times the dtype's size, for every dtype the format
-// defines. read() converts F32, F64 and (exactly, by widening) F16 and BF16; the integer,
-// bool and float8 dtypes, and names the format does not define, throw load_error when read.
-// Requires nlohmann-json (Debian: nlohmann-json3-dev).
+// whole header: valid JSON with no key twice in an object, every entry well formed, offsets
+// inside the file and end - begin equal to the shape's element count times the dtype's size, for
+// every dtype the format defines, and every byte of the data in exactly one tensor (no overlaps,
+// no gaps, nothing after the last tensor: the format's rule). read() converts F32, F64 and
+// (exactly, by widening) F16 and BF16; the integer, bool and float8 dtypes, and names the format
+// does not define, throw load_error when read. Requires nlohmann-json (Debian: nlohmann-json3-dev).
 #pragma once
 
 #include <argus/io/stored_tensor.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,11 +81,14 @@ class safetensors_file {
     const std::vector<unsigned char> raw =
         detail::read_bytes(file_, 8, static_cast<std::size_t>(n));
     nlohmann::json header;
+    duplicate_keys duplicates;
     try {
-      header = nlohmann::json::parse(raw.begin(), raw.end());
+      header = nlohmann::json::parse(raw.begin(), raw.end(), std::ref(duplicates));
     } catch (const nlohmann::json::exception& e) {
       throw load_error(where + ": malformed safetensors header (not valid JSON): " + e.what());
     }
+    if (!duplicates.first.empty())
+      throw load_error(where + ": malformed safetensors header: " + duplicates.first);
     if (!header.is_object())
       throw load_error(where + ": malformed safetensors header: expected a JSON object");
     for (const auto& [name, value] : header.items()) {
@@ -100,6 +106,7 @@ class safetensors_file {
       what += "'";
       entries_[name] = parse_entry(what, value, data_size);
     }
+    check_coverage(where, data_size);
   }
 
   const std::filesystem::path& path() const noexcept { return file_; }
@@ -134,6 +141,66 @@ class safetensors_file {
   }
 
  private:
+  /// A JSON parser callback that notes the first key an object holds twice (nlohmann::json
+  /// keeps the last value of such a key, silently): which tensor a name means, or which dtype
+  /// a tensor has, would be a guess.
+  struct duplicate_keys {
+    std::string first;  // "tensor 'a' appears twice in the header", or empty
+    std::vector<std::pair<std::string, std::set<std::string, std::less<>>>> objects;
+    std::string last_key;
+
+    bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      using event_t = nlohmann::json::parse_event_t;
+      if (event == event_t::object_start) {
+        objects.emplace_back(objects.empty()              ? std::string("the header")
+                             : objects.size() > 1         ? "'" + last_key + "'"
+                             : last_key == "__metadata__" ? std::string("'__metadata__'")
+                                                          : "tensor '" + last_key + "'",
+                             std::set<std::string, std::less<>>{});
+      } else if (event == event_t::object_end && !objects.empty()) {
+        objects.pop_back();
+      } else if (event == event_t::key && !objects.empty()) {
+        last_key = parsed.get<std::string>();
+        if (!objects.back().second.insert(last_key).second && first.empty())
+          first = (objects.size() == 1 && last_key != "__metadata__" ? "tensor '" + last_key + "'"
+                                                                     : "key '" + last_key + "'") +
+                  " appears twice in " + objects.back().first;
+      }
+      return true;
+    }
+  };
+
+  /// Every byte of the data section belongs to exactly one tensor, as the format requires
+  /// (and the reference implementation checks): no two tensors share bytes, and none lie
+  /// between or after them. Tensors of no bytes may sit anywhere.
+  void check_coverage(const std::string& where, std::size_t data_size) const {
+    std::vector<std::pair<const std::string*, const entry*>> spans;
+    for (const auto& [name, e] : entries_)
+      if (e.end > e.begin) spans.emplace_back(&name, &e);
+    std::sort(spans.begin(), spans.end(),
+              [](const auto& a, const auto& b) { return a.second->begin < b.second->begin; });
+    const auto range = [](const entry& e) {
+      return "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+    };
+    std::size_t covered = 0;  // the end of the bytes the tensors so far cover
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const auto& [name, e] = spans[i];
+      if (i > 0 && e->begin < covered)
+        throw load_error(where + ": malformed safetensors header: tensors '" + *spans[i - 1].first +
+                         "' (data_offsets " + range(*spans[i - 1].second) + ") and '" + *name +
+                         "' (data_offsets " + range(*e) + ") share bytes");
+      if (e->begin > covered)
+        throw load_error(where + ": malformed safetensors header: bytes [" +
+                         std::to_string(covered) + ", " + std::to_string(e->begin) +
+                         ") of the data belong to no tensor (the format allows no gaps)");
+      covered = e->end;
+    }
+    if (covered != data_size)
+      throw load_error(where + ": malformed safetensors header: bytes [" + std::to_string(covered) +
+                       ", " + std::to_string(data_size) +
+                       ") at the end of the data belong to no tensor (the format allows no gaps)");
+  }
+
   static entry parse_entry(const std::string& where, const nlohmann::json& v,
                            std::size_t data_size) {
     const auto bad = [&](const std::string& what) -> load_error {

@@ -231,9 +231,45 @@ BOOST_AUTO_TEST_CASE(safetensors_rejects_malformed_and_truncated_files) {
     write_safetensors(f, good, header);
     expect_load_error(open, parts);
   }
+  // Headers that parse into something readable but say two things at once, or leave bytes
+  // unaccounted for: refused, as the format (and its reference implementation) requires.
+  const std::string a = "\"a\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [0, 16]}";
+  const std::string b = "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [16, 24]}";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> ambiguous = {
+      // the same name twice (JSON parsers keep one of them silently)
+      {"{" + a + ", " + b +
+           ", \"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
+       {f.string(), "tensor 'b' appears twice in the header"}},
+      {"{\"a\": {\"dtype\": \"F32\", \"dtype\": \"F16\", \"shape\": [2, 2], "
+       "\"data_offsets\": [0, 16]}, " +
+           b + "}",
+       {"key 'dtype' appears twice in tensor 'a'"}},
+      {"{\"__metadata__\": {\"format\": \"pt\", \"format\": \"np\"}, " + a + ", " + b + "}",
+       {"key 'format' appears twice in '__metadata__'"}},
+      // two tensors on the same bytes; a gap between tensors; bytes after the last one
+      {"{" + a + ", \"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]}}",
+       {"tensors 'a' (data_offsets [0, 16]) and 'b' (data_offsets [8, 16]) share bytes"}},
+      {"{\"a\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [8, 24]}, "
+       "\"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}",
+       {"bytes [4, 8) of the data belong to no tensor", "no gaps"}},
+      {"{" + a + "}", {"bytes [16, 24) at the end of the data belong to no tensor"}},
+  };
+  for (const auto& [header, parts] : ambiguous) {
+    write_safetensors(f, good, header);
+    expect_load_error(open, parts);
+  }
+  // Empty tensors cover no bytes and may sit anywhere; keys are per object, so a tensor may
+  // be called "dtype".
+  write_safetensors(f, good,
+                    "{" + a + ", " + b +
+                        ", \"dtype\": {\"dtype\": \"F32\", \"shape\": [0, 3], "
+                        "\"data_offsets\": [16, 16]}}");
+  BOOST_TEST(argus::safetensors_file(f).read("dtype").shape == (std::vector<std::size_t>{0, 3}));
   // An unknown dtype cannot be size-checked: opening works, reading names the dtype.
   write_safetensors(
-      f, good, "{\"a\": {\"dtype\": \"F4_NEW\", \"shape\": [2, 2], \"data_offsets\": [0, 16]}}");
+      f, good,
+      "{\"a\": {\"dtype\": \"F4_NEW\", \"shape\": [2, 2], \"data_offsets\": [0, 16]}, "
+      "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [16, 24]}}");
   const argus::safetensors_file st(f);
   expect_load_error([&] { (void)st.read("a"); }, {"dtype 'F4_NEW' is not supported"});
 }
