@@ -120,9 +120,10 @@ void evaluate(const E& e, P p, Out& out) {
     return;
   } else {
     const auto s = e.shape();
-    for (std::size_t i = 0; i < s.rank(); ++i)
-      detail::check_extents_agree("argus::evaluate", "the output tensor's extent", out.extent(i),
-                                  "the expression's extent", s.extent(i));
+    detail::check_shapes_agree("argus::evaluate", "the output tensor", out.shape(),
+                               "the expression", s,
+                               "make the output with the expression's extents: "
+                               "argus::tensor<T, S> out(e.shape())");
     detail::check_has_storage("argus::evaluate (the output tensor)", out.data(), s.size());
     // The root's step writes into out where it can (detail::allocate_result); otherwise its
     // result is copied.

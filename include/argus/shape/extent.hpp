@@ -59,6 +59,18 @@ template <class A, class B>
 struct same_axis_kind : std::false_type {};
 template <template <std::size_t> class Kind, std::size_t M, std::size_t N>
 struct same_axis_kind<Kind<M>, Kind<N>> : std::true_type {};
+
+/// The kind of axis A in words, as the user writes it: "batch", "seq", "model", "head" or
+/// "head_dim" (for run-time messages that name an axis).
+template <class A>
+constexpr const char* axis_kind_name() noexcept {
+  if constexpr (same_axis_kind<A, batch<1>>::value) return "batch";
+  if constexpr (same_axis_kind<A, seq<1>>::value) return "seq";
+  if constexpr (same_axis_kind<A, model<1>>::value) return "model";
+  if constexpr (same_axis_kind<A, head<1>>::value) return "head";
+  if constexpr (same_axis_kind<A, head_dim<1>>::value) return "head_dim";
+  return "axis";
+}
 }  // namespace detail
 
 /// An axis: one of batch<N>, seq<N>, model<N>, head<N>, head_dim<N>.

@@ -198,6 +198,42 @@ constexpr S shape_from_run_time_extents(I... dynamic) {
 }
 }  // namespace detail
 
+namespace detail {
+/// The kinds of S's axes in words, in axis order (axis_kind_name).
+template <class S>
+inline constexpr std::array<const char*, 0> axis_kind_names{};
+template <class... A>
+inline constexpr std::array<const char*, sizeof...(A)> axis_kind_names<shape<A...>>{
+    axis_kind_name<A>()...};
+
+/// Throws shape_error unless `given` has the extents of `expected`, naming both shapes and the
+/// first axis they differ along: "<op>: <what_given> has extents (2, 7, 16) but <what_expected>
+/// has (2, 9, 16): axis 1 (seq) differs; <hint>".
+template <class S>
+void check_shapes_agree(const char* op, const char* what_given, const S& given,
+                        const char* what_expected, const S& expected, const char* hint) {
+  for (std::size_t i = 0; i < S::rank(); ++i)
+    if (given.extent(i) != expected.extent(i)) {
+      std::string m = op;
+      m += ": ";
+      m += what_given;
+      m += " has extents ";
+      m += extents_text(given.extents());
+      m += " but ";
+      m += what_expected;
+      m += " has ";
+      m += extents_text(expected.extents());
+      m += ": axis ";
+      m += std::to_string(i);
+      m += " (";
+      m += axis_kind_names<S>[i];
+      m += ") differs; ";
+      m += hint;
+      throw shape_error(m);
+    }
+}
+}  // namespace detail
+
 /// The axis at position I of shape S.
 template <Shape S, std::size_t I>
 using axis_t = typename S::template axis<I>;

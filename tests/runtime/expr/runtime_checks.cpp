@@ -61,6 +61,16 @@ BOOST_AUTO_TEST_CASE(output_of_the_wrong_extents_is_untouched) {
   tensor<float, shape<batch<>, seq<>, model<8>>> x(1, 4), out(1, 5);
   out.fill(42.0f);
   BOOST_CHECK_EXCEPTION(evaluate(mha.forward(x), unfused, out), shape_error,
-                        [](const shape_error& e) { return names(e, "is 5", "is 4"); });
+                        [](const shape_error& e) {
+                          return names(e, "the output tensor has extents (1, 5, 8)",
+                                       "the expression has (1, 4, 8): axis 1 (seq) differs");
+                        });
   for (float y : out) BOOST_TEST(y == 42.0f);
+  // The batch axis, under the fused policy, named as such.
+  tensor<float, shape<batch<>, seq<>, model<8>>> two(2, 4);
+  two.fill(42.0f);
+  BOOST_CHECK_EXCEPTION(
+      evaluate(mha.forward(x), fused, two), shape_error,
+      [](const shape_error& e) { return names(e, "axis 0 (batch) differs", "out(e.shape())"); });
+  for (float y : two) BOOST_TEST(y == 42.0f);
 }
