@@ -63,21 +63,35 @@ template <class Out, class T, class S>
 concept output_is_a_tensor_of_the_expression_shape = std::is_same_v<Out, tensor<T, S>>;
 
 namespace detail {
-/// Reports (static_assert) the first rule evaluate(e, p) breaks; true when it breaks none.
-template <bool Report, class E, class P>
+/// The entry points that take (expression, policy): their rules are the same, their messages
+/// name them.
+enum class policy_entry { evaluate, explain };
+
+/// Reports (static_assert) the first rule evaluate(e, p) or explain(e, p) breaks; true when it
+/// breaks none.
+template <policy_entry Entry, class E, class P>
 constexpr bool evaluation_accepted() {
+  constexpr bool evaluating = Entry == policy_entry::evaluate;
   if constexpr (any_rejected<E>) {
     return false;  // reported where it was made
   } else if constexpr (!argument_is_an_expression<E>) {
-    if constexpr (Report)
+    if constexpr (evaluating)
       static_assert(argument_is_an_expression<E>,
                     "argument_is_an_expression: argus::evaluate(e, policy) evaluates an expression "
                     "(built by project, scores, forward, ...), not a tensor");
+    else
+      static_assert(argument_is_an_expression<E>,
+                    "argument_is_an_expression: argus::explain(e, policy) shows the plan of an "
+                    "expression (built by project, scores, forward, ...), not of a tensor");
     return false;
   } else if constexpr (!argument_is_an_evaluation_policy<P>) {
-    if constexpr (Report)
+    if constexpr (evaluating)
       static_assert(argument_is_an_evaluation_policy<P>,
                     "argument_is_an_evaluation_policy: argus::evaluate(e, policy) takes "
+                    "argus::fused or argus::unfused as the policy");
+    else
+      static_assert(argument_is_an_evaluation_policy<P>,
+                    "argument_is_an_evaluation_policy: argus::explain(e, policy) takes "
                     "argus::fused or argus::unfused as the policy");
     return false;
   } else {
@@ -89,7 +103,7 @@ constexpr bool evaluation_accepted() {
 /// The value of expression e, computed under policy p, as a new tensor.
 template <class E, class P>
 auto evaluate(const E& e, P) {
-  if constexpr (!detail::evaluation_accepted<true, E, P>()) {
+  if constexpr (!detail::evaluation_accepted<detail::policy_entry::evaluate, E, P>()) {
     return detail::rejected{};
   } else {
     using T = typename E::value_type;
@@ -108,7 +122,7 @@ auto evaluate(const E& e, P) {
 /// extents must be e's; otherwise shape_error is thrown and out is untouched.
 template <class E, class P, class Out>
 void evaluate(const E& e, P p, Out& out) {
-  if constexpr (!detail::evaluation_accepted<true, E, P>()) {
+  if constexpr (!detail::evaluation_accepted<detail::policy_entry::evaluate, E, P>()) {
     return;
   } else if constexpr (!output_is_a_tensor_of_the_expression_shape<Out, typename E::value_type,
                                                                    typename E::shape_type>) {

@@ -12,6 +12,7 @@
 // a dispatching kernel library chose it at run time or the program was compiled for it.
 #pragma once
 
+#include <argus/eval/evaluate.hpp>
 #include <argus/eval/fused_attention.hpp>
 #include <argus/eval/select.hpp>
 #include <argus/expr/attention.hpp>
@@ -201,17 +202,20 @@ struct planner {
 /// The plan of e under policy p: argus::unfused or argus::fused. In a program that links a
 /// dispatching kernel library, throws kernel::isa_error where ARGUS_ISA cannot be honoured,
 /// as every kernel call then does.
-template <Expression E, EvaluationPolicy P>
+/// Anything but an expression and a policy does not compile, the error naming the rule
+/// (argument_is_an_expression, argument_is_an_evaluation_policy), as for evaluate; a rejected
+/// expression (its error already reported) gives an empty plan, silently.
+template <class E, class P>
 plan explain(const E& e, P) {
-  plan out{P::name, {}, kernel::active_isa(), kernel::isa_chosen_at_run_time};
-  int out_depth = 0;
-  detail::planner<P>{out, &out_depth}(e, 0);
-  return out;
-}
-/// A rejected expression (its error is already reported): an empty plan, silently.
-template <EvaluationPolicy P>
-plan explain(detail::rejected, P) {
-  return {};
+  if constexpr (!detail::evaluation_accepted<detail::policy_entry::explain, E, P>()) {
+    (void)e;
+    return {};
+  } else {
+    plan out{P::name, {}, kernel::active_isa(), kernel::isa_chosen_at_run_time};
+    int out_depth = 0;
+    detail::planner<P>{out, &out_depth}(e, 0);
+    return out;
+  }
 }
 
 }  // namespace argus

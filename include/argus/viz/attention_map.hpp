@@ -15,9 +15,11 @@
 #pragma once
 
 #include <argus/diagnostics/check.hpp>
+#include <argus/diagnostics/relations.hpp>
 #include <argus/expr/node.hpp>
 #include <argus/shape/shape.hpp>
 #include <argus/tensor/tensor.hpp>
+#include <argus/tensor/tensor_concepts.hpp>
 #include <argus/tensor/tensor_view.hpp>
 
 #include <algorithm>
@@ -61,179 +63,188 @@ struct attention_map {
   }
 };
 
-/// attention_weights(y) evaluated, (batch, head, seq_q, seq_kv), as an attention_map.
-/// Throws shape_error when batch_item is out of range or a token list has the wrong length.
-// clang-format off
-template <class T, Shape S>
-requires shape_has_axes<S, batch, head, seq, seq> attention_map
-make_attention_map(const tensor_view<const T, S>& w, const attention_picture_options& o = {}) {
-    // clang-format on
-    constexpr const char* op = "argus::make_attention_map";
-    detail::check(o.batch_item < w.extent(0), std::string(op) + ": batch_item " +
-                                                  std::to_string(o.batch_item) +
-                                                  " is out of range: the weights hold " +
-                                                  std::to_string(w.extent(0)) + " batch items");
-    attention_map m;
-    m.heads = w.extent(1), m.seq_q = w.extent(2), m.seq_kv = w.extent(3);
-    if (!o.query_tokens.empty())
-      detail::check_extents_agree(op, "the number of query_tokens", o.query_tokens.size(),
-                                  "seq_q of the weights", m.seq_q);
-    if (!o.key_tokens.empty())
-      detail::check_extents_agree(op, "the number of key_tokens", o.key_tokens.size(),
-                                  "seq_kv of the weights", m.seq_kv);
-    m.weights.reserve(m.heads * m.seq_q * m.seq_kv);
-    double largest = 0;
-    for (std::size_t h = 0; h < m.heads; ++h)
-      for (std::size_t q = 0; q < m.seq_q; ++q)
-        for (std::size_t k = 0; k < m.seq_kv; ++k) {
-          const double v = static_cast<double>(w(o.batch_item, h, q, k));
-          m.weights.push_back(v);
-          if (std::isfinite(v)) largest = std::max(largest, v);
-        }
-    const auto indices = [](std::size_t n) {
-      std::vector<std::string> v;
-      for (std::size_t i = 0; i < n; ++i) v.push_back(std::to_string(i));
-      return v;
-    };
-    m.query_labels = o.query_tokens.empty() ? indices(m.seq_q) : o.query_tokens;
-    m.key_labels = !o.key_tokens.empty()                              ? o.key_tokens
-                   : (!o.query_tokens.empty() && m.seq_kv == m.seq_q) ? o.query_tokens
-                                                                      : indices(m.seq_kv);
-    m.title = o.title;
-    m.columns = o.columns == 0 ? std::max<std::size_t>(m.heads, 1) : o.columns;
-    m.scale_max = o.scale_max > 0 ? o.scale_max : (largest > 0 ? largest : 1.0);
-    return m;
-  }
+/// make_attention_map(w) draws attention weights: an argus::tensor or tensor_view, as
+/// evaluate(attention_weights(y), policy) returns them (not the expression itself). One atomic
+/// constraint, so that the error shows the argument's type once, not TensorLike's two branches.
+template <class W>
+concept argument_is_a_tensor_or_view = bool(TensorLike<W>);
 
-/// The same, from a view of mutable elements.
-// clang-format off
-template <class T, Shape S>
-requires shape_has_axes<S, batch, head, seq, seq> &&(!std::is_const_v<T>)attention_map
-    make_attention_map(const tensor_view<T, S>& w, const attention_picture_options& o = {}) {
-    // clang-format on
-    return make_attention_map(tensor_view<const T, S>(w), o);
-  }
+namespace detail {
+/// The weights of one batch item of w, (batch, head, seq_q, seq_kv), with the labels of o.
+template <class T, class S>
+attention_map attention_map_of(const tensor_view<const T, S>& w,
+                               const attention_picture_options& o) {
+  constexpr const char* op = "argus::make_attention_map";
+  check(o.batch_item < w.extent(0),
+        std::string(op) + ": batch_item " + std::to_string(o.batch_item) +
+            " is out of range: the weights hold " + std::to_string(w.extent(0)) + " batch items");
+  attention_map m;
+  m.heads = w.extent(1), m.seq_q = w.extent(2), m.seq_kv = w.extent(3);
+  if (!o.query_tokens.empty())
+    check_extents_agree(op, "the number of query_tokens", o.query_tokens.size(),
+                        "seq_q of the weights", m.seq_q);
+  if (!o.key_tokens.empty())
+    check_extents_agree(op, "the number of key_tokens", o.key_tokens.size(),
+                        "seq_kv of the weights", m.seq_kv);
+  m.weights.reserve(m.heads * m.seq_q * m.seq_kv);
+  double largest = 0;
+  for (std::size_t h = 0; h < m.heads; ++h)
+    for (std::size_t q = 0; q < m.seq_q; ++q)
+      for (std::size_t k = 0; k < m.seq_kv; ++k) {
+        const double v = static_cast<double>(w(o.batch_item, h, q, k));
+        m.weights.push_back(v);
+        if (std::isfinite(v)) largest = std::max(largest, v);
+      }
+  const auto indices = [](std::size_t n) {
+    std::vector<std::string> v;
+    for (std::size_t i = 0; i < n; ++i) v.push_back(std::to_string(i));
+    return v;
+  };
+  m.query_labels = o.query_tokens.empty() ? indices(m.seq_q) : o.query_tokens;
+  m.key_labels = !o.key_tokens.empty()                              ? o.key_tokens
+                 : (!o.query_tokens.empty() && m.seq_kv == m.seq_q) ? o.query_tokens
+                                                                    : indices(m.seq_kv);
+  m.title = o.title;
+  m.columns = o.columns == 0 ? std::max<std::size_t>(m.heads, 1) : o.columns;
+  m.scale_max = o.scale_max > 0 ? o.scale_max : (largest > 0 ? largest : 1.0);
+  return m;
+}
+}  // namespace detail
 
-  /// The same, from the tensor evaluate() returns.
-  // clang-format off
-template <class T, Shape S>
-requires shape_has_axes<S, batch, head, seq, seq> attention_map
-make_attention_map(const tensor<T, S>& w, const attention_picture_options& o = {}) {
-      // clang-format on
-      return make_attention_map(w.view(), o);
-    }
-
-  /// A rejected expression's weights (its error is already reported): nothing, silently.
-  inline detail::rejected make_attention_map(detail::rejected,
-                                             const attention_picture_options& = {}) {
+/// attention_weights(y) evaluated, (batch, head, seq_q, seq_kv): a tensor or a view of const or
+/// mutable elements, as an attention_map. Anything else does not compile, the error naming the
+/// rule (argument_is_a_tensor_or_view, axes_are_batch_head_seq_seq). Throws shape_error when
+/// batch_item is out of range or a token list has the wrong length.
+template <class W>
+attention_map make_attention_map(const W& w, const attention_picture_options& o = {}) {
+  if constexpr (!argument_is_a_tensor_or_view<W>) {
+    static_assert(argument_is_a_tensor_or_view<W>,
+                  "argument_is_a_tensor_or_view: argus::make_attention_map(w) draws evaluated "
+                  "weights, a tensor or view: argus::evaluate(argus::attention_weights(y), "
+                  "policy), not the expression");
     return {};
+  } else if constexpr (!axes_are_batch_head_seq_seq<typename W::shape_type>) {
+    static_assert(axes_are_batch_head_seq_seq<typename W::shape_type>,
+                  "axes_are_batch_head_seq_seq: argus::make_attention_map(w) draws attention "
+                  "weights of axes (batch, head, seq_q, seq_kv), as attention_weights(y) "
+                  "evaluated gives them");
+    return {};
+  } else {
+    using T = std::remove_const_t<typename W::value_type>;
+    return detail::attention_map_of(tensor_view<const T, typename W::shape_type>(w), o);
   }
+}
 
-  /// An sRGB colour.
-  struct rgb {
-    std::uint8_t r = 0, g = 0, b = 0;
-    friend constexpr bool operator==(const rgb&, const rgb&) = default;
+/// A rejected expression's weights (its error is already reported): nothing, silently.
+inline detail::rejected make_attention_map(detail::rejected,
+                                           const attention_picture_options& = {}) {
+  return {};
+}
+
+/// An sRGB colour.
+struct rgb {
+  std::uint8_t r = 0, g = 0, b = 0;
+  friend constexpr bool operator==(const rgb&, const rgb&) = default;
+};
+
+/// The viridis colour map at t in [0, 1] (dark purple at 0, yellow at 1), interpolated
+/// between 11 samples of matplotlib's table; NaN is mid grey.
+inline rgb viridis(double t) {
+  static constexpr std::array<std::array<double, 3>, 11> table = {{{68, 1, 84},
+                                                                   {72, 36, 117},
+                                                                   {65, 68, 135},
+                                                                   {53, 95, 141},
+                                                                   {42, 120, 142},
+                                                                   {33, 145, 140},
+                                                                   {34, 168, 132},
+                                                                   {68, 191, 112},
+                                                                   {122, 209, 81},
+                                                                   {189, 223, 38},
+                                                                   {253, 231, 37}}};
+  if (std::isnan(t)) return {128, 128, 128};
+  const double x = std::clamp(t, 0.0, 1.0) * 10;
+  const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(x), 9);
+  const double f = x - double(i);
+  const auto mix = [&](int c) {
+    return static_cast<std::uint8_t>(std::lround(table[i][c] * (1 - f) + table[i + 1][c] * f));
   };
+  return {mix(0), mix(1), mix(2)};
+}
 
-  /// The viridis colour map at t in [0, 1] (dark purple at 0, yellow at 1), interpolated
-  /// between 11 samples of matplotlib's table; NaN is mid grey.
-  inline rgb viridis(double t) {
-    static constexpr std::array<std::array<double, 3>, 11> table = {{{68, 1, 84},
-                                                                     {72, 36, 117},
-                                                                     {65, 68, 135},
-                                                                     {53, 95, 141},
-                                                                     {42, 120, 142},
-                                                                     {33, 145, 140},
-                                                                     {34, 168, 132},
-                                                                     {68, 191, 112},
-                                                                     {122, 209, 81},
-                                                                     {189, 223, 38},
-                                                                     {253, 231, 37}}};
-    if (std::isnan(t)) return {128, 128, 128};
-    const double x = std::clamp(t, 0.0, 1.0) * 10;
-    const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(x), 9);
-    const double f = x - double(i);
-    const auto mix = [&](int c) {
-      return static_cast<std::uint8_t>(std::lround(table[i][c] * (1 - f) + table[i + 1][c] * f));
-    };
-    return {mix(0), mix(1), mix(2)};
+/// "#rrggbb".
+inline std::string hex(rgb c) {
+  char s[8];
+  std::snprintf(s, sizeof s, "#%02x%02x%02x", c.r, c.g, c.b);
+  return s;
+}
+
+/// A scale value for a legend: 3 significant digits ("0.5", "0.125", "1").
+inline std::string legend_number(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.3g", v);
+  return s;
+}
+
+namespace detail {
+
+/// Where everything goes, in pixels; text is 6 px per character and 10 px per line (the
+/// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width).
+struct picture_layout {
+  int char_w = 6, line_h = 10, margin = 12, gap = 18, title_h = 24, panel_title_h = 16;
+  int legend_w = 14, legend_gap = 16;
+
+  int cell = 0;                  // side of one weight's square
+  int row_label_w = 0;           // left of each panel: the query labels
+  int col_label_h = 0;           // below each panel: the key labels, written upwards
+  int panel_w = 0, panel_h = 0;  // the heat map alone
+  int block_w = 0, block_h = 0;  // one panel with its labels and its title
+  std::size_t cols = 1, rows = 1;
+  int legend_x = 0, legend_y = 0, legend_h = 0;
+  int width = 0, height = 0;
+
+  static std::size_t longest(const std::vector<std::string>& v) {
+    std::size_t n = 0;
+    for (const auto& s : v) n = std::max(n, s.size());
+    return n;
   }
 
-  /// "#rrggbb".
-  inline std::string hex(rgb c) {
-    char s[8];
-    std::snprintf(s, sizeof s, "#%02x%02x%02x", c.r, c.g, c.b);
-    return s;
+  explicit picture_layout(const attention_map& m) {
+    const std::size_t longest_side = std::max<std::size_t>({m.seq_q, m.seq_kv, 1});
+    cell = static_cast<int>(std::clamp<std::size_t>(240 / longest_side, 4, 24));
+    row_label_w = static_cast<int>(std::min<std::size_t>(longest(m.query_labels), 16)) * char_w + 6;
+    col_label_h = static_cast<int>(std::min<std::size_t>(longest(m.key_labels), 16)) * char_w + 6;
+    panel_w = cell * static_cast<int>(m.seq_kv);
+    panel_h = cell * static_cast<int>(m.seq_q);
+    block_w = row_label_w + panel_w;
+    block_h = panel_title_h + panel_h + col_label_h;
+    cols = std::max<std::size_t>(1, std::min(m.columns, std::max<std::size_t>(m.heads, 1)));
+    rows = (m.heads + cols - 1) / cols;
+    const int grid_w = static_cast<int>(cols) * block_w + static_cast<int>(cols - 1) * gap;
+    const int grid_h =
+        static_cast<int>(rows) * block_h + static_cast<int>(rows ? rows - 1 : 0) * gap;
+    legend_x = margin + grid_w + legend_gap;
+    legend_y = margin + title_h + panel_title_h;
+    legend_h = std::max(panel_h, 60);
+    const int legend_total_w = legend_w + 6 + 5 * char_w;  // bar, tick, "0.125"
+    width = std::max(
+        legend_x + legend_total_w + margin,
+        2 * margin + static_cast<int>(std::min<std::size_t>(m.title.size(), 200)) * char_w * 2);
+    height = margin + title_h + std::max(grid_h, panel_title_h + legend_h + line_h) + margin;
   }
-
-  /// A scale value for a legend: 3 significant digits ("0.5", "0.125", "1").
-  inline std::string legend_number(double v) {
-    char s[32];
-    std::snprintf(s, sizeof s, "%.3g", v);
-    return s;
+  /// Top-left corner of head h's heat map.
+  int panel_x(std::size_t h) const {
+    return margin + static_cast<int>(h % cols) * (block_w + gap) + row_label_w;
   }
-
-  namespace detail {
-
-  /// Where everything goes, in pixels; text is 6 px per character and 10 px per line (the
-  /// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width).
-  struct picture_layout {
-    int char_w = 6, line_h = 10, margin = 12, gap = 18, title_h = 24, panel_title_h = 16;
-    int legend_w = 14, legend_gap = 16;
-
-    int cell = 0;                  // side of one weight's square
-    int row_label_w = 0;           // left of each panel: the query labels
-    int col_label_h = 0;           // below each panel: the key labels, written upwards
-    int panel_w = 0, panel_h = 0;  // the heat map alone
-    int block_w = 0, block_h = 0;  // one panel with its labels and its title
-    std::size_t cols = 1, rows = 1;
-    int legend_x = 0, legend_y = 0, legend_h = 0;
-    int width = 0, height = 0;
-
-    static std::size_t longest(const std::vector<std::string>& v) {
-      std::size_t n = 0;
-      for (const auto& s : v) n = std::max(n, s.size());
-      return n;
-    }
-
-    explicit picture_layout(const attention_map& m) {
-      const std::size_t longest_side = std::max<std::size_t>({m.seq_q, m.seq_kv, 1});
-      cell = static_cast<int>(std::clamp<std::size_t>(240 / longest_side, 4, 24));
-      row_label_w =
-          static_cast<int>(std::min<std::size_t>(longest(m.query_labels), 16)) * char_w + 6;
-      col_label_h = static_cast<int>(std::min<std::size_t>(longest(m.key_labels), 16)) * char_w + 6;
-      panel_w = cell * static_cast<int>(m.seq_kv);
-      panel_h = cell * static_cast<int>(m.seq_q);
-      block_w = row_label_w + panel_w;
-      block_h = panel_title_h + panel_h + col_label_h;
-      cols = std::max<std::size_t>(1, std::min(m.columns, std::max<std::size_t>(m.heads, 1)));
-      rows = (m.heads + cols - 1) / cols;
-      const int grid_w = static_cast<int>(cols) * block_w + static_cast<int>(cols - 1) * gap;
-      const int grid_h =
-          static_cast<int>(rows) * block_h + static_cast<int>(rows ? rows - 1 : 0) * gap;
-      legend_x = margin + grid_w + legend_gap;
-      legend_y = margin + title_h + panel_title_h;
-      legend_h = std::max(panel_h, 60);
-      const int legend_total_w = legend_w + 6 + 5 * char_w;  // bar, tick, "0.125"
-      width = std::max(
-          legend_x + legend_total_w + margin,
-          2 * margin + static_cast<int>(std::min<std::size_t>(m.title.size(), 200)) * char_w * 2);
-      height = margin + title_h + std::max(grid_h, panel_title_h + legend_h + line_h) + margin;
-    }
-    /// Top-left corner of head h's heat map.
-    int panel_x(std::size_t h) const {
-      return margin + static_cast<int>(h % cols) * (block_w + gap) + row_label_w;
-    }
-    int panel_y(std::size_t h) const {
-      return margin + title_h + static_cast<int>(h / cols) * (block_h + gap) + panel_title_h;
-    }
-  };
-
-  /// s cut to n characters ("…" would not fit the bitmap font: a trailing '~' marks the cut).
-  inline std::string clipped(const std::string& s, std::size_t n) {
-    return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+  int panel_y(std::size_t h) const {
+    return margin + title_h + static_cast<int>(h / cols) * (block_h + gap) + panel_title_h;
   }
+};
 
-  }  // namespace detail
+/// s cut to n characters ("…" would not fit the bitmap font: a trailing '~' marks the cut).
+inline std::string clipped(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+}
+
+}  // namespace detail
 
 }  // namespace argus
