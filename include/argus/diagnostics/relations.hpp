@@ -166,6 +166,23 @@ concept axes_are_batch_seq = shape_has_axes<S, batch, seq>;
 
 // --- Training -------------------------------------------------------------------------
 
+namespace detail {
+template <class A, class B>
+struct same_axis_kinds : std::false_type {};
+// clang-format off
+template <class... A, class... B>
+  requires(sizeof...(A) == sizeof...(B))
+struct same_axis_kinds<shape<A...>, shape<B...>>
+    : std::bool_constant<(same_axis_kind<A, B>::value && ...)> {};
+// clang-format on
+}  // namespace detail
+
+/// backward(tape, dout): dout = dL/d(out) has the output's axes, in order: (batch, seq, model)
+/// after a module's forward, (batch, head, seq, head_dim) after an attention core. The error
+/// shows both shapes.
+template <class DOutShape, class OutShape>
+concept dout_axes_equal_output_axes = detail::same_axis_kinds<DOutShape, OutShape>::value;
+
 /// backward(tape, dout): dout = dL/d(out) has the output's shape, (batch, seq_q, d_model);
 /// a run-time batch or length on either side is checked at run time.
 template <std::size_t DOutBatch, std::size_t DOutSeq, std::size_t DOutWidth, std::size_t OutBatch,

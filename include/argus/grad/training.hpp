@@ -392,14 +392,38 @@ struct is_training_tape<training_tape<M, P, E, SQ, SK, SV>> : std::true_type {};
 
 }  // namespace detail
 
-/// The rules backward(tape, dout) checks first: dout is a (batch, seq, model) operand of
-/// the module's value type.
+/// The rules backward(tape, dout) checks before the extents: dout is an operand of the
+/// output's value type with the output's axes ((batch, seq, model) after a module's forward).
 template <class DOut, class Out>
-concept backward_accepts_dout = Operand<DOut> && axes_are_batch_seq_model<shape_of<DOut>> &&
-                                value_types_agree < value_type_of<DOut>,
-typename Out::value_type > ;
+concept backward_accepts_dout = Operand<DOut> && value_types_agree < value_type_of<DOut>,
+typename Out::value_type > &&dout_axes_equal_output_axes<shape_of<DOut>, typename Out::shape_type>;
 
 namespace detail {
+/// Reports (static_assert) the first rule of backward_accepts_dout that dout breaks, each its own
+/// message (one misuse, one error); true when it breaks none.
+template <class DOut, class Out>
+constexpr bool dout_accepted() {
+  if constexpr (!operand_is_a_tensor_view_or_expression<DOut>) {
+    static_assert(operand_is_a_tensor_view_or_expression<DOut>,
+                  "operand_is_a_tensor_view_or_expression: argus::backward(tape, dout, policy): "
+                  "dout = dL/d(out) is a tensor, a tensor_view or an expression");
+    return false;
+  } else if constexpr (!value_types_agree<value_type_of<DOut>, typename Out::value_type>) {
+    static_assert(value_types_agree<value_type_of<DOut>, typename Out::value_type>,
+                  "value_types_agree: argus::backward(tape, dout, policy): dout = dL/d(out) has "
+                  "the output's value type");
+    return false;
+  } else if constexpr (!dout_axes_equal_output_axes<shape_of<DOut>, typename Out::shape_type>) {
+    static_assert(dout_axes_equal_output_axes<shape_of<DOut>, typename Out::shape_type>,
+                  "dout_axes_equal_output_axes: argus::backward(tape, dout, policy): dout = "
+                  "dL/d(out) has the output's axes: (batch, seq, model) after a module's "
+                  "forward, (batch, head, seq, head_dim) after an attention core");
+    return false;
+  } else {
+    return true;
+  }
+}
+
 /// The shape rule of backward(), on numbers, so that the diagnostic names them.
 template <std::size_t DOutBatch, std::size_t DOutSeq, std::size_t DOutWidth, std::size_t OutBatch,
           std::size_t OutSeq, std::size_t OutWidth>
@@ -517,11 +541,9 @@ requires detail::is_training_tape<Tape>::value typename Tape::gradients_type bac
     const Tape& tape, const DOut& dout, P p) {
   using out = typename Tape::output_type;
   // clang-format on
-  static_assert(
-      backward_accepts_dout<const DOut&, out>,
-      "argus::backward(tape, dout): dout = dL/d(out) is a (batch, seq, model) tensor of the "
-      "module's value type");
-  if constexpr (backward_accepts_dout<const DOut&, out>) {
+  if constexpr (!detail::dout_accepted<const DOut&, out>()) {
+    std::terminate();  // not reached: a static_assert in dout_accepted has failed
+  } else {
     using S = shape_of<const DOut&>;
     using O = typename out::shape_type;
     if constexpr (detail::dout_fits_output<static_extent_v<S, 0>, static_extent_v<S, 1>,
@@ -538,8 +560,6 @@ requires detail::is_training_tape<Tape>::value typename Tape::gradients_type bac
     } else {
       std::terminate();  // not reached: the static_assert in dout_fits_output has failed
     }
-  } else {
-    std::terminate();  // not reached: the static_assert above has failed
   }
 }
 
@@ -766,14 +786,9 @@ requires detail::is_attention_training_tape<Tape>::value typename Tape::gradient
   using out = typename Tape::output_type;
   // clang-format on
   using O = typename out::shape_type;
-  static_assert(Operand<const DOut&> &&
-                    std::is_same_v<value_type_of<const DOut&>, typename out::value_type> &&
-                    shape_of<const DOut&>::rank() == O::rank(),
-                "argus::backward(tape, dout): dout = dL/d(out) is a tensor of the output's value "
-                "type and rank");
-  if constexpr (Operand<const DOut&> &&
-                std::is_same_v<value_type_of<const DOut&>, typename out::value_type> &&
-                shape_of<const DOut&>::rank() == O::rank()) {
+  if constexpr (!detail::dout_accepted<const DOut&, out>()) {
+    std::terminate();  // not reached: a static_assert in dout_accepted has failed
+  } else {
     using S = shape_of<const DOut&>;
     constexpr bool fits = [] {
       if constexpr (O::rank() == 3)
@@ -806,8 +821,6 @@ requires detail::is_attention_training_tape<Tape>::value typename Tape::gradient
     } else {
       std::terminate();  // not reached: a static_assert has failed
     }
-  } else {
-    std::terminate();  // not reached: the static_assert above has failed
   }
 }
 
