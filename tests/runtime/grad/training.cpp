@@ -272,7 +272,7 @@ BOOST_AUTO_TEST_CASE(dropout_is_unbiased_and_checked) {
 }
 
 // Float gradients at large logits, against double (docs/explanation/training.md, "Precision at
-// large logits"): the fused backward takes P = e^(S − lse) with the forward's lse rounded to
+// large logits"): the fused backward takes P = e^(S − lse), S recomputed and lse rounded to
 // float, which scales a row's P by 1 + O(|lse| · 2^-24); the unfused one normalises P by its
 // own row sums. Both lose the logits' rounding in the Q and K gradients (S itself rounds by
 // |S| · 2^-24); the V side keeps it in the unfused backward only. The bounds are about 4 times
