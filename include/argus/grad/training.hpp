@@ -394,9 +394,12 @@ struct is_training_tape<training_tape<M, P, E, SQ, SK, SV>> : std::true_type {};
 
 /// The rules backward(tape, dout) checks before the extents: dout is an operand of the
 /// output's value type with the output's axes ((batch, seq, model) after a module's forward).
+// clang-format off
 template <class DOut, class Out>
-concept backward_accepts_dout = Operand<DOut> && value_types_agree < value_type_of<DOut>,
-typename Out::value_type > &&dout_axes_equal_output_axes<shape_of<DOut>, typename Out::shape_type>;
+concept backward_accepts_dout =
+    Operand<DOut> && value_types_agree<value_type_of<DOut>, typename Out::value_type> &&
+    dout_axes_equal_output_axes<shape_of<DOut>, typename Out::shape_type>;
+// clang-format on
 
 namespace detail {
 /// Reports (static_assert) the first rule of backward_accepts_dout that dout breaks, each its own

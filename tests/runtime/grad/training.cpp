@@ -393,6 +393,18 @@ BOOST_AUTO_TEST_CASE(fully_masked_rows_give_zero_gradients) {
   check(argus::fused);
 }
 
+// backward_accepts_dout, the rules before the extents (each a compile error of its own in
+// backward: tests/compile_fail/dout_axes_equal_output_axes*.cpp, value_types_agree_backward.cpp).
+using dout_split =
+    argus::tensor<float,
+                  argus::shape<argus::batch<>, argus::head<2>, argus::seq<>, argus::head_dim<8>>>;
+static_assert(argus::backward_accepts_dout<const activation<float, 16>&, activation<float, 16>>);
+static_assert(argus::backward_accepts_dout<const activation<float, 16>&, activation<float, 32>>,
+              "the extents are the next rule's");
+static_assert(!argus::backward_accepts_dout<const activation<double, 16>&, activation<float, 16>>);
+static_assert(!argus::backward_accepts_dout<const dout_split&, activation<float, 16>>);
+static_assert(!argus::backward_accepts_dout<int, activation<float, 16>>);
+
 BOOST_AUTO_TEST_CASE(dout_of_another_run_time_extent_throws_shape_error) {
   using M = argus::multi_head_attention<16, 2, argus::mha_options{}, float>;
   M m;
