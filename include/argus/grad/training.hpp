@@ -209,6 +209,20 @@ const auto& masked_scores_of(const E& e) {
 template <class E>
 using masked_scores_t = std::remove_cvref_t<decltype(masked_scores_of(std::declval<const E&>()))>;
 
+/// Throws shape_error when a weight or bias of m has no storage (m, or one of its tensors, was
+/// moved from), naming it: the tape's passes read the module's tensors directly, not through an
+/// expression whose leaves the evaluators check.
+template <class M>
+void check_module_storage(const char* op, const M& m) {
+  const auto check = [op](const char* name, const auto& t) {
+    check_has_storage((std::string(op) + " (the module's " + name + ")").c_str(), t.data(),
+                      t.shape().size());  // t.size() counts the storage: 0 when moved from
+  };
+  check("w_q", m.w_q), check("w_k", m.w_k), check("w_v", m.w_v), check("w_o", m.w_o);
+  if constexpr (M::has_bias)
+    check("b_q", m.b_q), check("b_k", m.b_k), check("b_v", m.b_v), check("b_o", m.b_o);
+}
+
 struct tape_access {
   /// The attention problem of the tape's core, merged layouts; masks kept alive in keep.
   template <class Tape, class T = typename Tape::value_type>
@@ -240,6 +254,7 @@ struct tape_access {
     using M = typename Tape::module_type;
     using T = typename Tape::value_type;
     const M& m = *t.module_;
+    check_module_storage("argus::forward_for_training", m);
     const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
                       skv = t.x_k_.view.extent(1);
     const std::size_t rq = batch * sq, rkv = batch * skv;
@@ -274,6 +289,7 @@ struct tape_access {
     using G = typename Tape::gradients_type;
     Tape& t = const_cast<Tape&>(ct);  // problem() takes non-const pointers; nothing of t is written
     const M& m = *t.module_;
+    check_module_storage("argus::backward", m);  // moved from since the forward pass
     const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
                       skv = t.x_k_.view.extent(1);
     const std::size_t rq = batch * sq, rkv = batch * skv;

@@ -100,7 +100,13 @@ inline std::size_t hardware_threads() noexcept {
   return n;
 }
 
-/// The value last given to set_num_threads; 0 stands for the hardware default.
+/// The most threads set_num_threads takes: larger counts are taken as this. Far above any
+/// machine's CPUs, it keeps the kernels' arithmetic on thread counts (2 · threads items, one
+/// scratch slot per thread) from overflowing: set_num_threads(SIZE_MAX) divided by zero.
+inline constexpr std::size_t max_threads = 4096;
+
+/// The value last given to set_num_threads (at most max_threads); 0 stands for the hardware
+/// default.
 inline std::atomic<std::size_t> requested_threads{0};
 
 /// How long an idle worker, or a caller waiting for its helpers, spins before it blocks,
@@ -116,10 +122,11 @@ inline std::atomic<std::int64_t> spin_wait_us{default_spin_wait.count()};
 /// Sets the number of threads argus kernels use from now on; 0 restores the default, the CPUs
 /// the process may run on when argus first needed the count (detail::hardware_threads: the
 /// affinity mask's CPUs on Linux, else std::thread::hardware_concurrency(), at most what the
-/// cgroups' CPU quota allows, rounded up). Safe to call at
-/// any time from any thread: a parallel_for already running keeps the count it started with.
+/// cgroups' CPU quota allows, rounded up). Counts above detail::max_threads (4096) are taken as
+/// 4096. Safe to call at any time from any thread: a parallel_for already running keeps the
+/// count it started with.
 inline void set_num_threads(std::size_t n) noexcept {
-  detail::requested_threads.store(n, std::memory_order_relaxed);
+  detail::requested_threads.store(std::min(n, detail::max_threads), std::memory_order_relaxed);
 }
 
 /// The number of threads argus kernels use (at least 1).

@@ -339,3 +339,26 @@ BOOST_AUTO_TEST_CASE(evaluating_a_moved_from_static_tensor_throws_shape_error) {
   k = taken;
   BOOST_TEST(evaluate(attend(softmax(scores(q, k)), v), fused).size() == 48u);
 }
+
+// A thread count past any machine's (SIZE_MAX, 2^63) is taken as kernel's max_threads: the
+// kernels' arithmetic on it (2 · threads items per call) wrapped and divided by zero.
+BOOST_AUTO_TEST_CASE(a_huge_thread_count_is_clamped_not_a_crash) {
+  using test::max_rel_diff;
+  multi_head_attention<16, 2> mha;
+  randomize(mha.w_q), randomize(mha.w_k), randomize(mha.w_v), randomize(mha.w_o);
+  tensor<float, shape<batch<>, seq<>, model<16>>> x(1, 5), kv(1, 600), d(1, 5);
+  randomize(x), randomize(kv), randomize(d);
+  set_num_threads(1);
+  const auto want = evaluate(mha.forward(x, causal), unfused);
+  const auto want_decode = evaluate(mha.forward(x, kv, kv), unfused);
+  for (const std::size_t n : {std::size_t(-1), std::size_t(1) << 63, detail::max_threads + 1}) {
+    set_num_threads(n);
+    BOOST_TEST(num_threads() == detail::max_threads);
+    BOOST_TEST(max_rel_diff(evaluate(mha.forward(x, causal), fused), want) < 1e-5);
+    BOOST_TEST(max_rel_diff(evaluate(mha.forward(x, causal), unfused), want) < 1e-5);
+    BOOST_TEST(max_rel_diff(evaluate(mha.forward(x, kv, kv), fused), want_decode) < 1e-5);
+    const auto g = backward(forward_for_training(mha, fused, x, causal), d, fused);
+    for (float v : g.w_q) BOOST_TEST_REQUIRE(std::isfinite(v));
+  }
+  set_num_threads(0);
+}

@@ -448,3 +448,35 @@ BOOST_AUTO_TEST_CASE(padding_with_nan_rows_and_dropout_gives_finite_gradients) {
   check(fused);
   check(unfused);
 }
+
+// The training passes read the module's weights directly: a moved-from module (static extents,
+// no storage) throws shape_error naming the tensor, in the forward pass and, moved from after
+// it, in the backward pass.
+BOOST_AUTO_TEST_CASE(a_moved_from_module_throws_shape_error_naming_its_tensor) {
+  using M = argus::multi_head_attention<16, 2>;
+  M m;
+  argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<16>>> x(1, 3),
+      d(1, 3);
+  auto names = [](const char* op, const char* tensor) {
+    return [=](const argus::shape_error& e) {
+      const std::string w = e.what();
+      return w.find(op) != std::string::npos && w.find(tensor) != std::string::npos &&
+             w.find("moved-from") != std::string::npos;
+    };
+  };
+  for (const bool fused : {true, false}) {
+    M taken = std::move(m);
+    auto train = [&] {
+      return fused ? argus::forward_for_training(m, argus::fused, x).output().size()
+                   : argus::forward_for_training(m, argus::unfused, x).output().size();
+    };
+    BOOST_CHECK_EXCEPTION(train(), argus::shape_error,
+                          names("argus::forward_for_training", "the module's w_q"));
+    m = taken;
+    auto tape = argus::forward_for_training(m, argus::fused, x);
+    M gone = std::move(m);
+    BOOST_CHECK_EXCEPTION((void)argus::backward(tape, d, argus::fused), argus::shape_error,
+                          names("argus::backward", "the module's w_q"));
+    m = gone;
+  }
+}
