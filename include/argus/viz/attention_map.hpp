@@ -1,7 +1,7 @@
 // argus/viz/attention_map.hpp -- viz layer (optional): attention weights ready to draw.
 //
-//     const auto w = argus::evaluate(argus::attention_weights(y), argus::unfused);  //
-//     (B,H,SEQ_Q,SEQ_KV) argus::attention_map m = argus::make_attention_map(w, {.title = "layer 0",
+//     const auto w = argus::evaluate(argus::attention_weights(y), argus::unfused);
+//     argus::attention_map m = argus::make_attention_map(w, {.title = "layer 0",
 //                                                            .query_tokens = tokens});
 //     argus::write_attention_svg("attn.svg", m);     // viz/attention_svg.hpp
 //     argus::write_attention_png("attn.png", m);     // viz/attention_png.hpp (stb)
@@ -10,7 +10,9 @@
 // An attention_map is one batch item's weights, (heads, seq_q, seq_kv), with row and column
 // labels, a title and the top of the colour scale. This header also holds what the
 // renderers share: the colour map (viridis, perceptually uniform and readable in grey) and
-// the picture's layout, so that the SVG and the PNG are the same picture.
+// the picture's layout, so that the SVG and the PNG are the same picture, and the checks
+// every renderer makes at its entry: that its argument is an attention_map
+// (argument_is_an_attention_map, at compile time) and that the map's fields agree (at run time).
 // Not included by argus.hpp: the viz/ headers are optional.
 #pragma once
 
@@ -28,6 +30,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -42,7 +48,8 @@ struct attention_picture_options {
                                             ///< seq_kv == seq_q (self-attention), else 0, 1, ...
   std::size_t batch_item = 0;               ///< which item of the batch to draw
   std::size_t columns = 4;                  ///< head panels per row of the picture (0: all in one)
-  double scale_max = 0;  ///< value drawn in the top colour; 0: the largest weight
+  double scale_max = 0;  ///< value drawn in the top colour, positive and finite; 0: the largest
+                         ///< weight (negative, NaN or infinite: std::invalid_argument)
 };
 
 /// One batch item's attention weights with what a picture needs to label them.
@@ -63,6 +70,13 @@ struct attention_map {
   }
 };
 
+/// The renderers (attention_svg, write_attention_svg, render_attention, write_attention_png,
+/// attention_text) draw an attention_map, as make_attention_map(w) returns it. One atomic
+/// constraint on the exact type: the renderers are templates only so that anything else (the
+/// weights tensor, the expression) fails with this rule's name instead of a conversion error.
+template <class M>
+concept argument_is_an_attention_map = bool(std::is_same_v<std::remove_cvref_t<M>, attention_map>);
+
 /// make_attention_map(w) draws attention weights: an argus::tensor or tensor_view, as
 /// evaluate(attention_weights(y), policy) returns them (not the expression itself). One atomic
 /// constraint, so that the error shows the argument's type once, not TensorLike's two branches.
@@ -70,11 +84,24 @@ template <class W>
 concept argument_is_a_tensor_or_view = bool(TensorLike<W>);
 
 namespace detail {
+
+/// v for an error message: "0.5", "-1", "nan", "inf".
+inline std::string number_text(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%g", v);
+  return s;
+}
+
 /// The weights of one batch item of w, (batch, head, seq_q, seq_kv), with the labels of o.
 template <class T, class S>
 attention_map attention_map_of(const tensor_view<const T, S>& w,
                                const attention_picture_options& o) {
   constexpr const char* op = "argus::make_attention_map";
+  // Only 0 (the largest weight) and positive finite values mean anything: a negative or NaN
+  // top would colour every cell from a division by it, and +inf would draw them all at 0.
+  if (!(o.scale_max >= 0) || !std::isfinite(o.scale_max))
+    throw std::invalid_argument(std::string(op) + ": scale_max is " + number_text(o.scale_max) +
+                                "; it must be 0 (the largest weight) or positive and finite");
   check(o.batch_item < w.extent(0),
         std::string(op) + ": batch_item " + std::to_string(o.batch_item) +
             " is out of range: the weights hold " + std::to_string(w.extent(0)) + " batch items");
@@ -114,7 +141,8 @@ attention_map attention_map_of(const tensor_view<const T, S>& w,
 /// attention_weights(y) evaluated, (batch, head, seq_q, seq_kv): a tensor or a view of const or
 /// mutable elements, as an attention_map. Anything else does not compile, the error naming the
 /// rule (argument_is_a_tensor_or_view, axes_are_batch_head_seq_seq). Throws shape_error when
-/// batch_item is out of range or a token list has the wrong length.
+/// batch_item is out of range or a token list has the wrong length, and std::invalid_argument
+/// when scale_max is negative, NaN or infinite.
 template <class W>
 attention_map make_attention_map(const W& w, const attention_picture_options& o = {}) {
   if constexpr (!argument_is_a_tensor_or_view<W>) {
@@ -135,9 +163,12 @@ attention_map make_attention_map(const W& w, const attention_picture_options& o 
   }
 }
 
-/// A rejected expression's weights (its error is already reported): nothing, silently.
-inline detail::rejected make_attention_map(detail::rejected,
-                                           const attention_picture_options& = {}) {
+/// A rejected expression's weights (its error is already reported): an empty map, silently.
+/// An attention_map, not the rejected marker, so that the usual
+/// `const attention_map m = make_attention_map(w);` adds no second error (an aggregate cannot
+/// be given a converting constructor from detail::rejected without losing its designated
+/// initialisers); such a program does not compile, so the empty map is never drawn.
+inline attention_map make_attention_map(detail::rejected, const attention_picture_options& = {}) {
   return {};
 }
 
@@ -243,6 +274,47 @@ struct picture_layout {
 /// s cut to n characters ("…" would not fit the bitmap font: a trailing '~' marks the cut).
 inline std::string clipped(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+}
+
+/// Throws unless m is a map the renderers can draw: shape_error when its sizes disagree
+/// (weights, query_labels, key_labels against heads, seq_q, seq_kv), std::invalid_argument
+/// when columns is 0 or scale_max is not positive and finite. make_attention_map's maps always
+/// pass; an attention_map is an aggregate with public fields, so a hand-built or edited one
+/// is checked here, once, at each renderer's entry, before anything reads past its vectors.
+/// op names the renderer ("argus::attention_svg").
+inline void check_attention_map(const char* op, const attention_map& m) {
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
+  const std::string dims = "heads * seq_q * seq_kv (" + std::to_string(m.heads) + " * " +
+                           std::to_string(m.seq_q) + " * " + std::to_string(m.seq_kv) + ")";
+  const std::size_t rows = m.heads * m.seq_q;
+  if ((m.heads != 0 && m.seq_q > most / m.heads) || (rows != 0 && m.seq_kv > most / rows))
+    throw shape_error(std::string(op) + ": " + dims + " does not fit in std::size_t; the map " +
+                      "holds " + std::to_string(m.weights.size()) + " weights");
+  check_extents_agree(op, "the number of weights", m.weights.size(), dims.c_str(), rows * m.seq_kv);
+  check_extents_agree(op, "the number of query_labels", m.query_labels.size(), "seq_q", m.seq_q);
+  check_extents_agree(op, "the number of key_labels", m.key_labels.size(), "seq_kv", m.seq_kv);
+  if (m.columns == 0)
+    throw std::invalid_argument(std::string(op) + ": columns is 0; an attention_map draws at " +
+                                "least 1 head panel per row (make_attention_map turns the " +
+                                "option columns = 0 into the number of heads)");
+  if (!(m.scale_max > 0) || !std::isfinite(m.scale_max))
+    throw std::invalid_argument(std::string(op) + ": scale_max is " + number_text(m.scale_max) +
+                                "; the top of an attention_map's colour scale must be positive " +
+                                "and finite");
+}
+
+/// Writes the n bytes at data to file, replacing it. Throws std::runtime_error naming op and
+/// the file when the file cannot be opened, a write fails or closing it does: a full disk often
+/// shows only when the last buffer is flushed, at the close, so the close is checked too.
+inline void write_file(const char* op, const std::filesystem::path& file, const char* data,
+                       std::size_t n) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(std::string(op) + ": cannot open " + file.string());
+  out.write(data, static_cast<std::streamsize>(n));
+  out.close();
+  if (!out)
+    throw std::runtime_error(std::string(op) + ": cannot write " + file.string() + " (" +
+                             std::to_string(n) + " bytes)");
 }
 
 }  // namespace detail

@@ -6,7 +6,9 @@
 // text is drawn with a built-in 6x10 bitmap font (viz/bitmap_font.hpp), so labels, title and
 // colour scale are all there. The font covers printable ASCII: other bytes (UTF-8 tokens)
 // draw as '?'. render_attention() gives the RGB raster in memory; write_attention_png()
-// encodes it with stb_image_write (Debian: libstb-dev; link -lstb, `pkg-config stb`).
+// encodes it with stb_image_write (Debian: libstb-dev; link -lstb, `pkg-config stb`) and
+// writes it, checking every write and the close. Both take an attention_map only
+// (argument_is_an_attention_map) and check its fields first.
 #pragma once
 
 #include <argus/viz/attention_map.hpp>
@@ -18,6 +20,7 @@
 #include <stb_image_write.h>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace argus {
@@ -72,8 +75,10 @@ struct rgb_image {
   }
 };
 
-/// m drawn as an RGB raster: the same picture as attention_svg(m).
-inline rgb_image render_attention(const attention_map& m) {
+namespace detail {
+
+/// m, a map already checked, drawn as an RGB raster.
+inline rgb_image raster(const attention_map& m) {
   const detail::picture_layout l(m);
   const rgb black{0, 0, 0}, white{255, 255, 255};
   rgb_image img(l.width, l.height, white);
@@ -111,12 +116,70 @@ inline rgb_image render_attention(const attention_map& m) {
   return img;
 }
 
-/// Writes render_attention(m) as a PNG file; std::runtime_error naming the file on failure.
-inline void write_attention_png(const std::filesystem::path& file, const attention_map& m) {
-  const rgb_image img = render_attention(m);
-  if (stbi_write_png(file.string().c_str(), img.width, img.height, 3, img.pixels.data(),
-                     img.width * 3) == 0)
-    throw std::runtime_error("argus::write_attention_png: cannot write " + file.string());
+/// img encoded as PNG in memory. stbi_write_png would write the file itself, but it checks
+/// neither its fwrite calls nor its fclose, so a full disk went unreported; encoding to memory
+/// lets write_file check every step. stb calls `append` from C: it must not throw through it.
+inline std::vector<char> png_bytes(const char* op, const rgb_image& img) {
+  struct sink {
+    std::vector<char> bytes;
+    bool failed = false;
+  } out;
+  const auto append = [](void* context, void* data, int size) {
+    auto& to = *static_cast<sink*>(context);
+    try {
+      const char* p = static_cast<const char*>(data);
+      to.bytes.insert(to.bytes.end(), p, p + size);
+    } catch (...) {
+      to.failed = true;
+    }
+  };
+  if (stbi_write_png_to_func(append, &out, img.width, img.height, 3, img.pixels.data(),
+                             img.width * 3) == 0 ||
+      out.failed)
+    throw std::runtime_error(std::string(op) + ": cannot encode a " + std::to_string(img.width) +
+                             "x" + std::to_string(img.height) + " picture as PNG");
+  return std::move(out.bytes);
 }
+
+}  // namespace detail
+
+/// m, an attention_map, drawn as an RGB raster: the same picture as attention_svg(m). Anything
+/// else does not compile, the error naming argument_is_an_attention_map. Throws shape_error or
+/// std::invalid_argument, naming the field, when m's fields disagree.
+template <class M>
+rgb_image render_attention(const M& m) {
+  if constexpr (!argument_is_an_attention_map<M>) {
+    static_assert(argument_is_an_attention_map<M>,
+                  "argument_is_an_attention_map: argus::render_attention(m) draws an "
+                  "attention_map: pass argus::make_attention_map(w)");
+    return rgb_image(0, 0, rgb{});
+  } else {
+    detail::check_attention_map("argus::render_attention", m);
+    return detail::raster(m);
+  }
+}
+
+/// A rejected map (its error is already reported): an empty picture, silently.
+inline rgb_image render_attention(detail::rejected) { return rgb_image(0, 0, rgb{}); }
+
+/// Writes render_attention(m) as a PNG file. Throws std::runtime_error naming the file when it
+/// cannot be opened, written or closed, and what render_attention(m) throws (before opening the
+/// file).
+template <class M>
+void write_attention_png(const std::filesystem::path& file, const M& m) {
+  if constexpr (!argument_is_an_attention_map<M>) {
+    static_assert(argument_is_an_attention_map<M>,
+                  "argument_is_an_attention_map: argus::write_attention_png(path, m) draws an "
+                  "attention_map: pass argus::make_attention_map(w)");
+  } else {
+    constexpr const char* op = "argus::write_attention_png";
+    detail::check_attention_map(op, m);
+    const std::vector<char> png = detail::png_bytes(op, detail::raster(m));
+    detail::write_file(op, file, png.data(), png.size());
+  }
+}
+
+/// A rejected map (its error is already reported): nothing, silently.
+inline void write_attention_png(const std::filesystem::path&, detail::rejected) {}
 
 }  // namespace argus

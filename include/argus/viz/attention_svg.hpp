@@ -5,7 +5,8 @@
 // One heat-map panel per head ("head 0", "head 1", ...), query tokens down the left of each
 // panel, key tokens under it (written upwards), the title on top and a colour scale on the
 // right from 0 to scale_max. Each cell carries a <title> tooltip: "query -> key: weight".
-// Hand-written SVG 1.1: well-formed XML, every label escaped; no dependency.
+// Hand-written SVG 1.1: well-formed XML, every label escaped; no dependency. Both functions
+// take an attention_map only (argument_is_an_attention_map) and check its fields first.
 #pragma once
 
 #include <argus/viz/attention_map.hpp>
@@ -55,10 +56,8 @@ inline std::string svg_number(double v) {
   return s;
 }
 
-}  // namespace detail
-
-/// The SVG document of m.
-inline std::string attention_svg(const attention_map& m) {
+/// The SVG document of m, a map already checked.
+inline std::string svg_document(const attention_map& m) {
   using detail::svg_number;
   using detail::xml_escaped;
   const detail::picture_layout l(m);
@@ -123,12 +122,44 @@ inline std::string attention_svg(const attention_map& m) {
   return s;
 }
 
-/// Writes attention_svg(m) to file; std::runtime_error naming the file when that fails.
-inline void write_attention_svg(const std::filesystem::path& file, const attention_map& m) {
-  const std::string doc = attention_svg(m);
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(doc.data(), static_cast<std::streamsize>(doc.size()));
-  if (!out) throw std::runtime_error("argus::write_attention_svg: cannot write " + file.string());
+}  // namespace detail
+
+/// The SVG document of m, an attention_map (anything else does not compile, the error naming
+/// argument_is_an_attention_map). Throws shape_error or std::invalid_argument, naming the
+/// field, when m's fields disagree (detail::check_attention_map).
+template <class M>
+std::string attention_svg(const M& m) {
+  if constexpr (!argument_is_an_attention_map<M>) {
+    static_assert(argument_is_an_attention_map<M>,
+                  "argument_is_an_attention_map: argus::attention_svg(m) draws an attention_map: "
+                  "pass argus::make_attention_map(w)");
+    return {};
+  } else {
+    detail::check_attention_map("argus::attention_svg", m);
+    return detail::svg_document(m);
+  }
 }
+
+/// A rejected map (make_attention_map's argument was rejected, and that error is reported):
+/// nothing, silently, so that one misuse gives one error.
+inline std::string attention_svg(detail::rejected) { return {}; }
+
+/// Writes attention_svg(m) to file. Throws std::runtime_error naming the file when it cannot
+/// be opened, written or closed, and what attention_svg(m) throws (before opening the file).
+template <class M>
+void write_attention_svg(const std::filesystem::path& file, const M& m) {
+  if constexpr (!argument_is_an_attention_map<M>) {
+    static_assert(argument_is_an_attention_map<M>,
+                  "argument_is_an_attention_map: argus::write_attention_svg(path, m) draws an "
+                  "attention_map: pass argus::make_attention_map(w)");
+  } else {
+    detail::check_attention_map("argus::write_attention_svg", m);
+    const std::string doc = detail::svg_document(m);
+    detail::write_file("argus::write_attention_svg", file, doc.data(), doc.size());
+  }
+}
+
+/// A rejected map (its error is already reported): nothing, silently.
+inline void write_attention_svg(const std::filesystem::path&, detail::rejected) {}
 
 }  // namespace argus

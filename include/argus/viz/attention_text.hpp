@@ -1,8 +1,7 @@
 // argus/viz/attention_text.hpp -- viz layer (optional): an attention_map for the terminal.
 //
-//     std::cout << argus::attention_text(m);                                   // style from the
-//     locale std::cout << argus::attention_text(m, argus::text_style::ansi256);      // colour
-//     cells
+//     std::cout << argus::attention_text(m);                             // style from the locale
+//     std::cout << argus::attention_text(m, argus::text_style::ansi256);  // coloured cells
 //
 // Heads side by side (as many as fit in `width` columns), one row per query with its label,
 // one cell per key, two characters wide so that the cells are about square:
@@ -10,7 +9,8 @@
 //   ansi256  a viridis-coloured background per cell (xterm 256-colour escapes, 24 levels);
 //   ascii    " .:-=+*#%@" (10 levels), for terminals and logs without UTF-8.
 // Keys are numbered above the cells (index mod 10) and listed with their tokens below, with
-// the scale. NaN draws as "??".
+// the scale. NaN draws as "??". attention_text takes an attention_map only
+// (argument_is_an_attention_map) and checks its fields first.
 #pragma once
 
 #include <argus/viz/attention_map.hpp>
@@ -83,11 +83,8 @@ inline std::string right_aligned(const std::string& s, std::size_t n) {
   return s.size() >= n ? s.substr(0, n) : std::string(n - s.size(), ' ') + s;
 }
 
-}  // namespace detail
-
-/// m as text; width is the widest line (in columns) to fill with panels side by side.
-inline std::string attention_text(const attention_map& m, text_style style = default_text_style(),
-                                  std::size_t width = 100) {
+/// m, a map already checked, as text.
+inline std::string text_picture(const attention_map& m, text_style style, std::size_t width) {
   std::size_t label_w = 0;
   for (const auto& s : m.query_labels)
     label_w = std::max(label_w, std::min<std::size_t>(s.size(), 10));
@@ -128,6 +125,31 @@ inline std::string attention_text(const attention_map& m, text_style style = def
     out +=
         detail::text_cell(f, style) + " " + legend_number(f * m.scale_max) + (f < 1.0 ? "  " : "");
   return out + "\n";
+}
+
+}  // namespace detail
+
+/// m, an attention_map, as text; width is the widest line (in columns) to fill with panels side
+/// by side. Anything else does not compile, the error naming argument_is_an_attention_map.
+/// Throws shape_error or std::invalid_argument, naming the field, when m's fields disagree.
+template <class M>
+std::string attention_text(const M& m, text_style style = default_text_style(),
+                           std::size_t width = 100) {
+  if constexpr (!argument_is_an_attention_map<M>) {
+    static_assert(argument_is_an_attention_map<M>,
+                  "argument_is_an_attention_map: argus::attention_text(m) draws an "
+                  "attention_map: pass argus::make_attention_map(w)");
+    return {};
+  } else {
+    detail::check_attention_map("argus::attention_text", m);
+    return detail::text_picture(m, style, width);
+  }
+}
+
+/// A rejected map (its error is already reported): nothing, silently.
+inline std::string attention_text(detail::rejected, text_style = text_style::ascii,
+                                  std::size_t = 100) {
+  return {};
 }
 
 }  // namespace argus

@@ -1,7 +1,8 @@
 // argus/viz/: attention weights to an attention_map (values, labels, scale, misuse), and
 // the three renderings of it: SVG (well-formed XML, escaped labels, one cell per weight in
 // its colour), PNG (every cell's pixels in its colour, written and decoded back by stb) and
-// text (each style's cells and scale).
+// text (each style's cells and scale); the checks at each renderer's entry (a hand-built map
+// whose fields disagree, an option out of range) and the writers' reports of a failed write.
 #define BOOST_TEST_MODULE unit.viz.attention_pictures
 #include "support/tensor_files.hpp"
 #include <argus/argus.hpp>
@@ -14,9 +15,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <stb_image.h>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -77,6 +83,44 @@ std::string xml_problem(const std::string& s) {
   }
   return open.empty() ? "" : "<" + open.back() + "> never closed";
 }
+
+/// True when calling f throws E whose what() contains every one of `parts`.
+template <class E>
+bool throws_naming(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+  } catch (const E& e) {
+    const std::string what = e.what();
+    for (const auto& p : parts)
+      if (what.find(p) == std::string::npos) {
+        BOOST_TEST_MESSAGE("\"" << what << "\" does not contain \"" << p << "\"");
+        return false;
+      }
+    return true;
+  } catch (const std::exception& e) {
+    BOOST_TEST_MESSAGE("wrong exception: " << e.what());
+    return false;
+  }
+  BOOST_TEST_MESSAGE("nothing thrown");
+  return false;
+}
+
+// The renderers take an attention_map and nothing else; a rejected map (its error already
+// reported) is accepted silently, so that one misuse gives one compile error.
+static_assert(argus::argument_is_an_attention_map<argus::attention_map>);
+static_assert(argus::argument_is_an_attention_map<const argus::attention_map&>);
+static_assert(!argus::argument_is_an_attention_map<weights_t>);  // the weights themselves
+static_assert(!argus::argument_is_an_attention_map<argus::detail::rejected>);
+static_assert(std::is_same_v<decltype(argus::make_attention_map(argus::detail::rejected{})),
+                             argus::attention_map>);
+static_assert(
+    std::is_same_v<decltype(argus::attention_svg(argus::detail::rejected{})), std::string>);
+static_assert(
+    std::is_same_v<decltype(argus::attention_text(argus::detail::rejected{})), std::string>);
+static_assert(
+    std::is_same_v<decltype(argus::render_attention(argus::detail::rejected{})), argus::rgb_image>);
+static_assert(std::is_void_v<decltype(argus::write_attention_svg("a", argus::detail::rejected{}))>);
+static_assert(std::is_void_v<decltype(argus::write_attention_png("a", argus::detail::rejected{}))>);
 
 }  // namespace
 
@@ -214,4 +258,131 @@ BOOST_AUTO_TEST_CASE(text_renders_each_style) {
   const std::string narrow = argus::attention_text(m, argus::text_style::ascii, 20);
   BOOST_TEST(count(narrow, "head 0") == 1);
   BOOST_TEST(narrow.find("head 0   ") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(make_attention_map_rejects_a_negative_nan_or_infinite_scale_max) {
+  const weights_t w = sample_weights();
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const auto rejects = [&](double scale_max, const std::string& shown) {
+    return throws_naming<std::invalid_argument>(
+        [&] { (void)argus::make_attention_map(w, {.scale_max = scale_max}); },
+        {"argus::make_attention_map: scale_max is " + shown, "0 (the largest weight)"});
+  };
+  BOOST_TEST(rejects(-1, "-1"));
+  BOOST_TEST(rejects(-0.5, "-0.5"));
+  BOOST_TEST(rejects(std::numeric_limits<double>::quiet_NaN(), "nan"));
+  BOOST_TEST(rejects(inf, "inf"));
+  BOOST_TEST(rejects(-inf, "-inf"));
+  // 0 (the largest weight) and any positive finite value stay accepted.
+  BOOST_TEST(argus::make_attention_map(w, {.scale_max = 0}).scale_max == double(w(0, 1, 2, 3)));
+  BOOST_TEST(argus::make_attention_map(w, {.scale_max = 1e-300}).scale_max == 1e-300);
+}
+
+BOOST_AUTO_TEST_CASE(every_renderer_checks_the_fields_of_the_map_it_is_given) {
+  const weights_t w = sample_weights();
+  const argus::attention_map good = argus::make_attention_map(w);  // 2 heads, 3 x 4
+  argus::test::scratch_directory dir("viz-check");
+  const auto svg_file = dir.path() / "bad.svg", png_file = dir.path() / "bad.png";
+  // Each renderer, by the name its errors give.
+  const std::vector<std::pair<std::string, std::function<void(const argus::attention_map&)>>>
+      renderers = {
+          {"argus::attention_svg", [](const auto& m) { (void)argus::attention_svg(m); }},
+          {"argus::write_attention_svg",
+           [&](const auto& m) { argus::write_attention_svg(svg_file, m); }},
+          {"argus::render_attention", [](const auto& m) { (void)argus::render_attention(m); }},
+          {"argus::write_attention_png",
+           [&](const auto& m) { argus::write_attention_png(png_file, m); }},
+          {"argus::attention_text",
+           [](const auto& m) { (void)argus::attention_text(m, argus::text_style::ascii); }},
+      };
+  const auto edited = [&](const std::function<void(argus::attention_map&)>& edit) {
+    argus::attention_map m = good;
+    edit(m);
+    return m;
+  };
+  struct bad_map {
+    argus::attention_map map;
+    bool shape;  // shape_error; else std::invalid_argument for a field that is not a size
+    std::string message;
+  };
+  const std::vector<bad_map> bad = {
+      {edited([](auto& m) { m.weights.pop_back(); }), true,
+       "the number of weights is 23 but heads * seq_q * seq_kv (2 * 3 * 4) is 24"},
+      {edited([](auto& m) { m.heads = 3; }), true,
+       "the number of weights is 24 but heads * seq_q * seq_kv (3 * 3 * 4) is 36"},
+      {edited([](auto& m) { m.seq_kv = 5; }), true, "(2 * 3 * 5) is 30"},
+      {edited([](auto& m) { m.heads = std::numeric_limits<std::size_t>::max() / 2; }), true,
+       "does not fit in std::size_t; the map holds 24 weights"},
+      {edited([](auto& m) { m.query_labels.pop_back(); }), true,
+       "the number of query_labels is 2 but seq_q is 3"},
+      {edited([](auto& m) { m.key_labels.push_back("extra"); }), true,
+       "the number of key_labels is 5 but seq_kv is 4"},
+      {edited([](auto& m) { m.columns = 0; }), false, "columns is 0"},
+      {edited([](auto& m) { m.scale_max = 0; }), false, "scale_max is 0; "},
+      {edited([](auto& m) { m.scale_max = -2; }), false, "scale_max is -2; "},
+      {edited([](auto& m) { m.scale_max = std::numeric_limits<double>::quiet_NaN(); }), false,
+       "scale_max is nan; "},
+      {edited([](auto& m) { m.scale_max = std::numeric_limits<double>::infinity(); }), false,
+       "scale_max is inf; "},
+  };
+  for (const auto& renderer : renderers) {
+    const std::string& name = renderer.first;  // Clang 14 captures no structured bindings
+    const auto& render = renderer.second;
+    BOOST_TEST_CONTEXT(name) {
+      BOOST_CHECK_NO_THROW(render(good));
+      std::filesystem::remove(svg_file), std::filesystem::remove(png_file);
+      for (const auto& b : bad) {
+        const auto call = [&] { render(b.map); };
+        if (b.shape) {
+          BOOST_TEST(throws_naming<argus::shape_error>(call, {name + ": ", b.message}), b.message);
+        } else {
+          BOOST_TEST(throws_naming<std::invalid_argument>(call, {name + ": ", b.message}),
+                     b.message);
+          try {
+            call();
+          } catch (const argus::shape_error&) {
+            BOOST_ERROR(b.message << ": not a size, so not a shape_error");
+          } catch (const std::invalid_argument&) {
+          }
+        }
+      }
+      // The writers check before they open the file: a bad map leaves none behind.
+      BOOST_TEST(!std::filesystem::exists(svg_file));
+      BOOST_TEST(!std::filesystem::exists(png_file));
+    }
+  }
+  // The renderers take a map however it is passed: a mutable lvalue, a temporary.
+  argus::attention_map mutable_map = good;
+  BOOST_TEST(argus::attention_text(mutable_map, argus::text_style::ascii) ==
+             argus::attention_text(good, argus::text_style::ascii));
+  BOOST_TEST(argus::attention_svg(argus::make_attention_map(w)) == argus::attention_svg(good));
+  BOOST_TEST(argus::render_attention(argus::detail::rejected{}).pixels.empty());
+}
+
+BOOST_AUTO_TEST_CASE(writers_report_a_write_that_fails) {
+  // /dev/full accepts the open and fails every write with ENOSPC, as a full disk does; the PNG
+  // writer used to report success there (stb checks neither fwrite nor fclose). Both a large
+  // picture and the smallest one (2 heads of 1 x 1) are tried.
+  const std::filesystem::path full = "/dev/full";
+  if (!std::filesystem::exists(full)) {
+    BOOST_TEST_MESSAGE("no /dev/full: the failed-write checks are skipped");
+    return;
+  }
+  weights_t one(1, 1, 1);  // (B,H,SEQ_Q,SEQ_KV)
+  one.fill(0.5f);
+  const weights_t w = sample_weights();
+  for (const argus::attention_map& m :
+       {argus::make_attention_map(w), argus::make_attention_map(one)}) {
+    BOOST_TEST(throws_naming<std::runtime_error>([&] { argus::write_attention_png(full, m); },
+                                                 {"argus::write_attention_png: ", "/dev/full"}));
+    BOOST_TEST(throws_naming<std::runtime_error>([&] { argus::write_attention_svg(full, m); },
+                                                 {"argus::write_attention_svg: ", "/dev/full"}));
+  }
+  // A directory cannot be opened as a file.
+  argus::test::scratch_directory dir("viz-write");
+  const argus::attention_map m = argus::make_attention_map(w);
+  BOOST_TEST(throws_naming<std::runtime_error>([&] { argus::write_attention_png(dir.path(), m); },
+                                               {"argus::write_attention_png: cannot open "}));
+  BOOST_TEST(throws_naming<std::runtime_error>([&] { argus::write_attention_svg(dir.path(), m); },
+                                               {"argus::write_attention_svg: cannot open "}));
 }
