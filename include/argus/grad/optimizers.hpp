@@ -6,14 +6,31 @@
 //     opt.step(m, g);                   // w_q, w_k, w_v, w_o (and the biases) updated in place
 //
 // Each optimiser keeps its state (velocity; first and second moments) in tensors of the
-// parameters' own types, one per parameter, created zero on the first step. The input
-// gradients of g (x_q, x_k, x_v) are not used.
+// parameters' own types, one per parameter, created zero with the optimiser. The input
+// gradients of g (x_q, x_k, x_v) are not used, so they may have been moved out of g.
+//
+// step checks everything before it changes a weight, so a step that throws leaves the module
+// and the optimiser as they were:
+//   - the hyper-parameters (the options are plain members, set by designated initialisers and
+//     free to change between steps, so they are checked on each step, not at construction):
+//     std::invalid_argument naming the parameter and its value;
+//   - that every tensor it reads or writes has storage: the module's parameters, the
+//     gradients' parameter gradients and the optimiser's own state, each of which a move
+//     leaves without storage. shape_error names the tensor. A moved-from optimiser is not
+//     made valid again: its state (and Adam's step count) went to the optimiser it was moved
+//     into, and starting over silently would be a different optimiser; assign it a new one.
 #pragma once
 
+#include <argus/diagnostics/check.hpp>
 #include <argus/expr/attention.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace argus {
@@ -28,6 +45,12 @@ concept gradients_are_of_the_module = requires {
   typename G::module_type;
   requires std::is_same_v<typename G::module_type, Module>;
 };
+
+/// opt.step(m, g) updates m in place: m is a non-const lvalue of the optimiser's Module. Arg is
+/// the type step deduces for m, which is Module& exactly when the rule holds (a const module,
+/// a temporary, or a module of another type gives something else).
+template <class Arg, class Module>
+concept module_is_the_optimizers_module = std::is_same_v<Arg, Module&>;
 
 namespace detail {
 
@@ -44,22 +67,90 @@ struct parameter_state {
   [[no_unique_address]] decltype(Module::b_o) b_o;
 };
 
-/// Calls f(parameter, its gradient, its state tensors...) for each parameter of module m:
-/// w_q w_k w_v w_o, then b_q b_k b_v b_o when the module has biases.
+/// Calls f(name, parameter, its gradient, its state tensors...) for each parameter of module
+/// m: w_q w_k w_v w_o, then b_q b_k b_v b_o when the module has biases.
 template <class M, class G, class F, class... S>
 void for_each_parameter(M& m, const G& g, F&& f, S&... state) {
-  f(m.w_q, g.w_q, state.w_q...), f(m.w_k, g.w_k, state.w_k...);
-  f(m.w_v, g.w_v, state.w_v...), f(m.w_o, g.w_o, state.w_o...);
+  f("w_q", m.w_q, g.w_q, state.w_q...), f("w_k", m.w_k, g.w_k, state.w_k...);
+  f("w_v", m.w_v, g.w_v, state.w_v...), f("w_o", m.w_o, g.w_o, state.w_o...);
   if constexpr (M::has_bias) {
-    f(m.b_q, g.b_q, state.b_q...), f(m.b_k, g.b_k, state.b_k...);
-    f(m.b_v, g.b_v, state.b_v...), f(m.b_o, g.b_o, state.b_o...);
+    f("b_q", m.b_q, g.b_q, state.b_q...), f("b_k", m.b_k, g.b_k, state.b_k...);
+    f("b_v", m.b_v, g.b_v, state.b_v...), f("b_o", m.b_o, g.b_o, state.b_o...);
   }
+}
+
+/// Throws shape_error when tensor t has no storage, naming it ("the module's w_q", "the
+/// optimiser's velocity of w_q": whose, then state and " of " if state is not null, then name)
+/// and saying why and what to do. Its shape's size is used, not t.size(): a moved-from tensor
+/// with static extents keeps its shape but has a buffer of 0 elements. The message is built
+/// only on failure: step runs this check on every tensor of every step.
+template <class T>
+void check_optimizer_operand(const char* op, const char* whose, const char* state, const char* name,
+                             const T& t, const char* why) {
+  const std::size_t size = t.shape().size();
+  if (t.data() == nullptr && size != 0)
+    throw shape_error(std::string(op) + ": " + whose + " " +
+                      (state ? std::string(state) + " of " : std::string()) + name + " (" +
+                      std::to_string(size) + " elements) has no storage: " + why);
+}
+
+/// Throws std::invalid_argument "<op>: <name> is <value>; it must <rule>" unless ok. The value
+/// is written with as few digits as give it back in its own type T, at least 6 (as "%g"): a
+/// beta1 of 1.0000001f reads as such, not as the "1" that "%g" would show.
+template <class T>
+void check_hyper_parameter(bool ok, const char* op, const char* name, T value, const char* rule) {
+  if (ok) return;
+  char text[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, double(value));
+    if (T(std::strtod(text, nullptr)) == value || value != value) break;  // NaN reads "nan"
+  }
+  throw std::invalid_argument(std::string(op) + ": " + name + " is " + text + "; it must " + rule);
+}
+
+/// rate: finite and >= 0 (0 leaves the weights as they are, which is harmless).
+template <class T>
+void check_rate(const char* op, T rate) {
+  check_hyper_parameter(std::isfinite(rate) && rate >= 0, op, "rate", rate,
+                        "be finite and at least 0");
+}
+
+/// A decay factor (momentum, beta1, beta2) in [0, 1): at 1 the state never forgets and, in
+/// Adam, the bias correction divides by 0; past 1 or below 0 the state grows or oscillates.
+template <class T>
+void check_decay(const char* op, const char* name, T value) {
+  check_hyper_parameter(value >= 0 && value < 1, op, name, value, "lie in [0, 1)");  // NaN fails
+}
+
+/// Throws shape_error, before anything is written, when a tensor that step reads or writes
+/// has no storage (a moved-from module, gradients or optimiser). state_names[i] names what
+/// state[i] holds ("velocity", "first moment").
+template <class Module, class G, class... S>
+void check_step_storage(const char* op, Module& m, const G& g,
+                        const std::array<const char*, sizeof...(S)>& state_names, S&... state) {
+  for_each_parameter(
+      m, g,
+      [&](const char* name, const auto& w, const auto& dw, const auto&... s) {
+        check_optimizer_operand(op, "the module's", nullptr, name, w,
+                                "the module (or this tensor) was moved from; assign it a value "
+                                "before stepping");
+        check_optimizer_operand(op, "the gradients'", nullptr, name, dw,
+                                "the gradients (or this tensor) were moved from; pass the "
+                                "gradients that backward() returned");
+        std::size_t i = 0;
+        (check_optimizer_operand(op, "the optimiser's", state_names[i++], name, s,
+                                 "the optimiser (or this tensor) was moved from; assign it a "
+                                 "new optimiser before stepping"),
+         ...);
+      },
+      state...);
 }
 
 }  // namespace detail
 
 /// Stochastic gradient descent with momentum: v ← momentum·v + g, w ← w − rate·v
 /// (PyTorch's SGD with dampening 0; momentum 0 is plain SGD).
+/// Hyper-parameters, checked by step: rate finite and >= 0, momentum in [0, 1).
 template <class Module>
   requires argument_is_a_multi_head_attention<Module>
 struct sgd {
@@ -68,26 +159,48 @@ struct sgd {
   value_type momentum = value_type(0);
   detail::parameter_state<Module> velocity{};
 
-  /// Updates m's parameters from g = backward(...) of a tape of m.
-  // clang-format off
-  template <class G>
-  requires gradients_are_of_the_module<G, Module>
-  void step(Module& m, const G& g) {
-    // clang-format on
-    detail::for_each_parameter(
-        m, g,
-        [&](auto& w, const auto& dw, auto& v) {
-          for (std::size_t e = 0; e < w.size(); ++e) {
-            v.data()[e] = momentum * v.data()[e] + dw.data()[e];
-            w.data()[e] -= rate * v.data()[e];
-          }
-        },
-        velocity);
+  /// Updates m's parameters from g = backward(...) of a tape of m. m is a non-const Module
+  /// (module_is_the_optimizers_module) and g its gradients (gradients_are_of_the_module): one
+  /// static_assert names the first broken rule and nothing more is compiled, so one misuse is
+  /// one error (a constraint on m would only say "no matching function"). Throws
+  /// std::invalid_argument for a bad hyper-parameter and shape_error for a tensor without
+  /// storage, before writing anything.
+  template <class M, class G>
+  void step(M&& m, const G& g) {
+    if constexpr (!module_is_the_optimizers_module<M, Module>) {
+      static_assert(module_is_the_optimizers_module<M, Module>,
+                    "module_is_the_optimizers_module: argus::sgd<Module>::step(m, g) updates m in "
+                    "place: m is a non-const lvalue of type Module");
+    } else if constexpr (!gradients_are_of_the_module<G, Module>) {
+      static_assert(gradients_are_of_the_module<G, Module>,
+                    "gradients_are_of_the_module: argus::sgd<Module>::step(m, g): g is "
+                    "backward(...) of a tape of a module of type Module");
+    } else {
+      constexpr const char* op = "argus::sgd::step";
+      detail::check_rate(op, rate);
+      detail::check_decay(op, "momentum", momentum);
+      detail::check_step_storage(op, m, g, {"velocity"}, velocity);
+      detail::for_each_parameter(
+          m, g,
+          [&](const char*, auto& w, const auto& dw, auto& v) {
+            for (std::size_t e = 0; e < w.size(); ++e) {
+              v.data()[e] = momentum * v.data()[e] + dw.data()[e];
+              w.data()[e] -= rate * v.data()[e];
+            }
+          },
+          velocity);
+    }
   }
+  /// Gradients of a rejected backward() (its error is already reported): nothing, silently,
+  /// so that one misuse is one error.
+  template <class M>
+  void step(M&&, detail::rejected) {}
 };
 
 /// Adam (Kingma & Ba): m ← β1·m + (1 − β1)·g, s ← β2·s + (1 − β2)·g², and
 /// w ← w − rate · m̂ / (√ŝ + ε) with the bias corrections m̂ = m / (1 − β1^t), ŝ = s / (1 − β2^t).
+/// Hyper-parameters, checked by step: rate finite and >= 0, beta1 and beta2 in [0, 1),
+/// epsilon finite and > 0 (at 0 a zero gradient divides 0 by 0).
 template <class Module>
   requires argument_is_a_multi_head_attention<Module>
 struct adam {
@@ -100,29 +213,52 @@ struct adam {
   detail::parameter_state<Module> first{};
   detail::parameter_state<Module> second{};
 
-  /// Updates m's parameters from g = backward(...) of a tape of m.
-  // clang-format off
-  template <class G>
-  requires gradients_are_of_the_module<G, Module>
-  void step(Module& m, const G& g) {
-    // clang-format on
-    ++steps;
-    const value_type c1 = value_type(1) - std::pow(beta1, value_type(steps));
-    const value_type c2 = value_type(1) - std::pow(beta2, value_type(steps));
-    detail::for_each_parameter(
-        m, g,
-        [&](auto& w, const auto& dw, auto& mo, auto& so) {
-          for (std::size_t e = 0; e < w.size(); ++e) {
-            const value_type grad = dw.data()[e];
-            value_type& a = mo.data()[e];
-            value_type& b = so.data()[e];
-            a = beta1 * a + (value_type(1) - beta1) * grad;
-            b = beta2 * b + (value_type(1) - beta2) * grad * grad;
-            w.data()[e] -= rate * (a / c1) / (std::sqrt(b / c2) + epsilon);
-          }
-        },
-        first, second);
+  /// Updates m's parameters from g = backward(...) of a tape of m. m is a non-const Module
+  /// (module_is_the_optimizers_module) and g its gradients (gradients_are_of_the_module): one
+  /// static_assert names the first broken rule and nothing more is compiled, so one misuse is
+  /// one error (a constraint on m would only say "no matching function"). Throws
+  /// std::invalid_argument for a bad hyper-parameter and shape_error for a tensor without
+  /// storage, before writing anything (steps included).
+  template <class M, class G>
+  void step(M&& m, const G& g) {
+    if constexpr (!module_is_the_optimizers_module<M, Module>) {
+      static_assert(module_is_the_optimizers_module<M, Module>,
+                    "module_is_the_optimizers_module: argus::adam<Module>::step(m, g) updates m in "
+                    "place: m is a non-const lvalue of type Module");
+    } else if constexpr (!gradients_are_of_the_module<G, Module>) {
+      static_assert(gradients_are_of_the_module<G, Module>,
+                    "gradients_are_of_the_module: argus::adam<Module>::step(m, g): g is "
+                    "backward(...) of a tape of a module of type Module");
+    } else {
+      constexpr const char* op = "argus::adam::step";
+      detail::check_rate(op, rate);
+      detail::check_decay(op, "beta1", beta1);
+      detail::check_decay(op, "beta2", beta2);
+      detail::check_hyper_parameter(std::isfinite(epsilon) && epsilon > 0, op, "epsilon", epsilon,
+                                    "be finite and greater than 0");
+      detail::check_step_storage(op, m, g, {"first moment", "second moment"}, first, second);
+      ++steps;
+      const value_type c1 = value_type(1) - std::pow(beta1, value_type(steps));
+      const value_type c2 = value_type(1) - std::pow(beta2, value_type(steps));
+      detail::for_each_parameter(
+          m, g,
+          [&](const char*, auto& w, const auto& dw, auto& mo, auto& so) {
+            for (std::size_t e = 0; e < w.size(); ++e) {
+              const value_type grad = dw.data()[e];
+              value_type& a = mo.data()[e];
+              value_type& b = so.data()[e];
+              a = beta1 * a + (value_type(1) - beta1) * grad;
+              b = beta2 * b + (value_type(1) - beta2) * grad * grad;
+              w.data()[e] -= rate * (a / c1) / (std::sqrt(b / c2) + epsilon);
+            }
+          },
+          first, second);
+    }
   }
+  /// Gradients of a rejected backward() (its error is already reported): nothing, silently,
+  /// so that one misuse is one error.
+  template <class M>
+  void step(M&&, detail::rejected) {}
 };
 
 }  // namespace argus
