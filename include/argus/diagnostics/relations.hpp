@@ -33,6 +33,29 @@ concept kv_heads_divide_heads = KVHeads != 0 && Heads % KVHeads == 0;
 template <std::size_t Width>
 concept model_width_is_static = Width != dyn;
 
+namespace detail {
+/// a · b, or 0 when the product does not fit in std::size_t (no width is 0 here).
+constexpr std::size_t product_or_zero(std::size_t a, std::size_t b) noexcept {
+  return b != 0 && a > static_cast<std::size_t>(-1) / b ? 0 : a * b;
+}
+/// Whether a weight of rows × cols elements, cols = heads · width, fits: no product wraps and
+/// the element count is at most max_elements (PTRDIFF_MAX).
+constexpr bool weight_fits(std::size_t rows, std::size_t heads, std::size_t width) noexcept {
+  const std::size_t cols = product_or_zero(heads, width);
+  return cols != 0 && element_count_fits(std::array<std::size_t, 2>{rows, cols});
+}
+}  // namespace detail
+
+/// A module's weights have extents heads · d_k, kv_heads · d_v and the like: those products,
+/// and each weight's element count, fit in a tensor (at most PTRDIFF_MAX elements; computed in
+/// std::size_t they would otherwise wrap, to 0 for d_k = 2^63 and 2 heads).
+template <std::size_t DModel, std::size_t KDim, std::size_t VDim, std::size_t Heads,
+          std::size_t KVHeads, std::size_t DK, std::size_t DV>
+concept module_widths_fit_in_a_tensor = detail::weight_fits(DModel, Heads, DK) &&
+    detail::weight_fits(KDim, KVHeads,
+                        DK) && detail::weight_fits(VDim, KVHeads,
+                                                   DV) && detail::weight_fits(DModel, Heads, DV);
+
 /// Every width in a configuration is at least 1.
 template <std::size_t Width>
 concept width_is_positive = Width != 0;

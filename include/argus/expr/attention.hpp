@@ -91,8 +91,18 @@ class prepacked_attention;
 template <std::size_t DModel, std::size_t Heads, mha_options Options = mha_options{},
           class T = float>
 requires width_is_positive<DModel> && width_is_positive<Heads> &&
+    model_width_is_static<DModel> &&
     heads_divide_d_model<DModel, Heads, detail::mha_dims<DModel, Heads, Options>::d_k_derived> &&
     kv_heads_divide_heads<Heads, detail::mha_dims<DModel, Heads, Options>::kv_heads> &&
+    model_width_is_static<detail::mha_dims<DModel, Heads, Options>::kdim> &&
+    model_width_is_static<detail::mha_dims<DModel, Heads, Options>::vdim> &&
+    model_width_is_static<detail::mha_dims<DModel, Heads, Options>::d_k> &&
+    model_width_is_static<detail::mha_dims<DModel, Heads, Options>::d_v> &&
+    module_widths_fit_in_a_tensor<DModel, detail::mha_dims<DModel, Heads, Options>::kdim,
+                                  detail::mha_dims<DModel, Heads, Options>::vdim, Heads,
+                                  detail::mha_dims<DModel, Heads, Options>::kv_heads,
+                                  detail::mha_dims<DModel, Heads, Options>::d_k,
+                                  detail::mha_dims<DModel, Heads, Options>::d_v> &&
     value_type_is_float_or_double<T>
 class multi_head_attention {
   // clang-format on

@@ -81,6 +81,10 @@ template <std::size_t... Extents>
 concept static_extents_fit_in_a_tensor = detail::element_count_fits(
     std::array<std::size_t, sizeof...(Extents)>{(Extents == dyn ? 0 : Extents)...});
 
+/// shape::from_extents({...}) takes one extent per axis of the shape.
+template <std::size_t Given, std::size_t Rank>
+concept extent_count_equals_rank = Given == Rank;
+
 template <Axis... Axes>
 class shape {
   static_assert(static_extents_fit_in_a_tensor<Axes::static_extent...>,
@@ -118,6 +122,22 @@ class shape {
       extents_[dynamic_axis(k++)] = static_cast<std::size_t>(dynamic)),
      ...);
     detail::check_element_count(extents_);
+  }
+
+  /// From every extent, as a braced list: from_extents({2, 9, 512}). One extent per axis
+  /// (extent_count_equals_rank): as a std::array, a shorter list would be filled with zeros.
+  template <std::size_t N>
+  static constexpr shape from_extents(const std::size_t (&all)[N]) {
+    if constexpr (!extent_count_equals_rank<N, rank()>) {
+      static_assert(extent_count_equals_rank<N, rank()>,
+                    "extent_count_equals_rank: shape<Axes...>::from_extents({...}) takes one "
+                    "extent per axis, static ones included");
+      return shape{};
+    } else {
+      std::array<std::size_t, rank()> a{};
+      for (std::size_t i = 0; i < rank(); ++i) a[i] = all[i];
+      return from_extents(a);
+    }
   }
 
   /// From every extent; a static one that differs from the given value, or extents whose
