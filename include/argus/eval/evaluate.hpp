@@ -53,9 +53,8 @@ void copy_into(const tensor_view<const T, S>& from, tensor<T, S>& to) {
 }  // namespace detail
 
 /// evaluate's relations (beside the entry point: they name expression and tensor types, which
-/// diagnostics/relations.hpp, below the expression layer, cannot).
-template <class E>
-concept argument_is_an_expression = Expression<E>;
+/// diagnostics/relations.hpp, below the expression layer, cannot; argument_is_an_expression,
+/// which evaluate_reference and attention_weights share, is in expr/node.hpp).
 template <class P>
 concept argument_is_an_evaluation_policy = EvaluationPolicy<P>;
 /// evaluate(e, policy, out): out is a tensor<T, S> of e's value type T and shape type S.

@@ -283,13 +283,25 @@ struct evaluator {
 
 }  // namespace detail::reference
 
-/// The value of e computed in double precision with plain loops, for tests.
-template <Expression E>
-tensor<double, typename E::shape_type> evaluate_reference(const E& e) {
-  const auto v = detail::reference::evaluator::eval(e);
-  tensor<double, typename E::shape_type> out(e.shape());
-  std::copy(v.data.begin(), v.data.end(), out.data());
-  return out;
+/// The value of e computed in double precision with plain loops, for tests. Anything but an
+/// expression does not compile (argument_is_an_expression); a rejected expression (its error
+/// already reported) gives nothing, silently.
+template <class E>
+auto evaluate_reference(const E& e) {
+  if constexpr (detail::any_rejected<E>) {
+    (void)e;
+    return detail::rejected{};
+  } else if constexpr (!argument_is_an_expression<E>) {
+    static_assert(argument_is_an_expression<E>,
+                  "argument_is_an_expression: argus::evaluate_reference(e) computes an "
+                  "expression (built by project, scores, forward, ...), not a tensor");
+    return detail::rejected{};
+  } else {
+    const auto v = detail::reference::evaluator::eval(e);
+    tensor<double, typename E::shape_type> out(e.shape());
+    std::copy(v.data.begin(), v.data.end(), out.data());
+    return out;
+  }
 }
 
 }  // namespace argus

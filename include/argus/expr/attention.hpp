@@ -536,13 +536,27 @@ template <class E>
 concept expression_has_attention_weights = detail::find_softmax<E>::found;
 
 /// The softmax sub-expression (batch, head, seq_q, seq_kv) of an attention expression:
-/// evaluate it to export the per-head attention weights.
-// clang-format off
-template <Expression E>
-requires expression_has_attention_weights<E>
-constexpr auto attention_weights(const E& e) { return detail::find_softmax<E>::get(e); }
-// clang-format on
-/// A rejected expression (its error is already reported) has no weights to give, silently.
-constexpr detail::rejected attention_weights(detail::rejected) { return {}; }
+/// evaluate it to export the per-head attention weights. Anything else does not compile, the
+/// error naming the rule (argument_is_an_expression, expression_has_attention_weights); a
+/// rejected expression (its error already reported) has no weights to give, silently.
+template <class E>
+constexpr auto attention_weights(const E& e) {
+  if constexpr (detail::any_rejected<E>) {
+    (void)e;
+    return detail::rejected{};
+  } else if constexpr (!argument_is_an_expression<E>) {
+    static_assert(argument_is_an_expression<E>,
+                  "argument_is_an_expression: argus::attention_weights(y) finds the softmax of "
+                  "an attention expression (forward, attend, ...), not of a tensor");
+    return detail::rejected{};
+  } else if constexpr (!expression_has_attention_weights<E>) {
+    static_assert(expression_has_attention_weights<E>,
+                  "expression_has_attention_weights: argus::attention_weights(y) needs an "
+                  "expression that ends in attend(softmax(...), v), such as a module's forward");
+    return detail::rejected{};
+  } else {
+    return detail::find_softmax<E>::get(e);
+  }
+}
 
 }  // namespace argus

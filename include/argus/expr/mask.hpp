@@ -253,6 +253,9 @@ concept mask_fits_scores =
 /// A mask argument is one of causal, ignore_keys(...), ignore_where(...), add_to_scores(...).
 template <class M>
 concept argument_is_a_mask = Mask<std::remove_cvref_t<M>>;
+/// mask(s, masks...) with no mask would be s itself: a mistake, not a no-op.
+template <std::size_t Masks>
+concept mask_takes_at_least_one_mask = Masks != 0;
 
 namespace detail {
 /// Reports (static_assert) the first relation mask M breaks against scores of (Batch, SeqQ,
@@ -318,9 +321,11 @@ constexpr bool mask_accepted() {
                     "axes_are_batch_head_seq_seq: argus::mask(s, masks...) masks scores of axes "
                     "(batch, head, seq_q, seq_kv)");
     return false;
-  } else if constexpr (sizeof...(Ms) == 0) {
+  } else if constexpr (!mask_takes_at_least_one_mask<sizeof...(Ms)>) {
     if constexpr (Report)
-      static_assert(sizeof...(Ms) != 0, "argus::mask(s, masks...) takes at least one mask");
+      static_assert(mask_takes_at_least_one_mask<sizeof...(Ms)>,
+                    "mask_takes_at_least_one_mask: argus::mask(s, masks...) takes at least one "
+                    "mask (causal, ignore_keys, ignore_where, add_to_scores)");
     return false;
   } else if constexpr (!(mask_accepted<Report, Ms, axis_of<E, 0>::static_extent,
                                        axis_of<E, 2>::static_extent, axis_of<E, 3>::static_extent,

@@ -81,6 +81,12 @@ template <class X>
 concept operand_is_not_a_temporary_tensor =
     !(detail::owns_elements<std::remove_cvref_t<X>>::value && std::is_rvalue_reference_v<X&&>);
 
+/// evaluate(e, p), explain(e, p), evaluate_reference(e) and attention_weights(e) take an
+/// expression (built by project, scores, forward, ...), not a tensor, which already holds its
+/// value.
+template <class E>
+concept argument_is_an_expression = Expression<E>;
+
 /// An operand is an argus tensor, a tensor_view or an expression (not a mask, a number or a
 /// foreign array).
 template <class X>

@@ -780,6 +780,46 @@ auto forward_for_training(const E& e, P p, const Os&... os) {
   }
 }
 
+/// forward_for_training's first argument: a multi_head_attention, or an attention core written
+/// as an expression. (One atomic constraint: the error shows the argument's type once.)
+template <class M>
+concept argument_is_a_module_or_an_expression = bool(detail::is_attention_module<M> ||
+                                                     Expression<M>);
+/// forward_for_training(e, policy, options...) of an expression: its options are dropouts (at
+/// most one); its masks are written in e.
+template <class... Os>
+concept expression_options_are_dropouts = detail::dropout_options<std::remove_cvref_t<Os>...>;
+
+/// forward_for_training with arguments neither form above takes: reports the first broken rule
+/// (the first argument, the policy, an expression's options), as the only error, and gives the
+/// rejected marker that backward() takes silently. Without it such a call matched no overload,
+/// and the compilers listed the two candidates' constraints instead of a rule.
+// clang-format off
+template <class M, class P, class... Args>
+  requires(!std::is_same_v<M, detail::rejected> &&
+           !(detail::is_attention_module<M> && EvaluationPolicy<P>) &&
+           !(Expression<M> && EvaluationPolicy<P> &&
+             detail::dropout_options<std::remove_cvref_t<Args>...>))
+detail::rejected forward_for_training(const M&, P, Args&&...) {
+  // clang-format on
+  if constexpr (!argument_is_a_module_or_an_expression<M>) {
+    static_assert(argument_is_a_module_or_an_expression<M>,
+                  "argument_is_a_module_or_an_expression: argus::forward_for_training(m, policy, "
+                  "...) trains a multi_head_attention m, or an attention core expression "
+                  "attend(softmax(scores(q, k)), v)");
+  } else if constexpr (!argument_is_an_evaluation_policy<P>) {
+    static_assert(argument_is_an_evaluation_policy<P>,
+                  "argument_is_an_evaluation_policy: argus::forward_for_training(m, policy, ...) "
+                  "takes argus::fused or argus::unfused as the policy");
+  } else {
+    static_assert(expression_options_are_dropouts<Args...>,
+                  "expression_options_are_dropouts: argus::forward_for_training(e, policy, "
+                  "options...): an expression's options are at most one argus::dropout (its "
+                  "masks are written in e)");
+  }
+  return {};
+}
+
 namespace detail {
 /// The shape rule of backward() for a head-major attention output, on numbers, so that the
 /// diagnostic names them.
