@@ -66,8 +66,13 @@ constexpr activation_dyn run_time_shape{3, 40};
 static_assert(run_time_shape.extent(0) == 3 && run_time_shape.extent(1) == 40);
 static_assert(run_time_shape.extent(2) == 64 && run_time_shape.size() == 3 * 40 * 64);
 static_assert(activation{}.size() == 2 * 16 * 64);
-static_assert(!std::is_constructible_v<activation_dyn, int>);  // two run-time extents, not one
-static_assert(!std::is_constructible_v<activation_dyn, int, int, int>);
+// The constructor reports a wrong count or non-integer extents with a static_assert naming the
+// rule (a requires-clause would only say "no matching constructor"), which is_constructible
+// cannot observe; shape_accepts_run_time_extents states the same rules without the report.
+static_assert(argus::shape_accepts_run_time_extents<activation_dyn, int, long>);
+static_assert(!argus::shape_accepts_run_time_extents<activation_dyn, int>);  // two, not one
+static_assert(!argus::shape_accepts_run_time_extents<activation_dyn, int, int, int>);
+static_assert(!argus::shape_accepts_run_time_extents<activation_dyn, double, int>);  // integers
 
 // shape_has_axes compares kinds in order, never extents.
 static_assert(argus::shape_has_axes<activation, batch, seq, model>);

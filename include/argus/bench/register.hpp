@@ -244,11 +244,15 @@ struct other_evaluator {
   std::function<prepared_call(const module_problem&)> prepare;
 };
 
-/// argus's fused evaluator on the module's weights packed once (argus::prepack): rows named
-/// fused_prepacked, or, paired, fused_vs_fused_prepacked, whose ratio is what packing the
-/// weights on every call costs (below 1: prepacked is faster). Module's value type is float.
+/// register_module and prepacked_evaluator benchmark a module of float: its rows hand float
+/// inputs, weights and outputs (module_problem) to every evaluator.
+template <class T>
+concept benchmarked_module_is_float = std::is_same_v<T, float>;
+
+namespace detail {
+/// prepacked_evaluator's work, once Module is accepted.
 template <class Module>
-other_evaluator prepacked_evaluator() {
+other_evaluator prepacked_evaluator_accepted() {
   return {
       "fused_prepacked", [](const module_problem& p) {
         using view =
@@ -282,6 +286,28 @@ other_evaluator prepacked_evaluator() {
         c.label = "weights packed once: " + std::to_string(h->served.bytes() >> 10) + " KiB";
         return c;
       }};
+}
+}  // namespace detail
+
+/// argus's fused evaluator on the module's weights packed once (argus::prepack): rows named
+/// fused_prepacked, or, paired, fused_vs_fused_prepacked, whose ratio is what packing the
+/// weights on every call costs (below 1: prepacked is faster). Module is a
+/// multi_head_attention of float, as for register_module.
+template <class Module>
+other_evaluator prepacked_evaluator() {
+  if constexpr (!MultiHeadAttentionModule<Module>) {
+    static_assert(MultiHeadAttentionModule<Module>,
+                  "argument_is_a_multi_head_attention: argus::bench::prepacked_evaluator<Module>() "
+                  "packs the weights of an argus::multi_head_attention Module");
+    return {};
+  } else if constexpr (!benchmarked_module_is_float<typename Module::value_type>) {
+    static_assert(benchmarked_module_is_float<typename Module::value_type>,
+                  "benchmarked_module_is_float: argus::bench::prepacked_evaluator<Module>() "
+                  "benchmarks a multi_head_attention of float");
+    return {};
+  } else {
+    return detail::prepacked_evaluator_accepted<Module>();
+  }
 }
 
 /// Which rows register_module adds.
@@ -494,13 +520,11 @@ void module_row(benchmark::State& state, const std::string& evaluator, const oth
 
 }  // namespace detail
 
-/// Registers `family`/<evaluator>/n:…/h:…[/kv_h:…]/d_model:…[/batch:…]/threads:… for argus's
-/// fused and unfused evaluators and each of rows.others (with rows.paired, fused_vs_<other>
-/// rows instead), one row per (n, threads): the forward of Module on a self-attention input. Module
-/// is a multi_head_attention<...> of float. Call it before benchmark::RunSpecifiedBenchmarks (at
-/// static initialisation, as BENCHMARK() does, or in main).
+namespace detail {
+
+/// register_module's work, once Module is accepted.
 template <class Module>
-void register_module(const std::string& family, const module_rows& rows = {}) {
+void register_module_accepted(const std::string& family, const module_rows& rows) {
   // Each registration keeps its own copy of the evaluator: they outlive `rows`.
   std::vector<std::pair<std::string, std::shared_ptr<const other_evaluator>>> evaluators;
   if (rows.fused) evaluators.emplace_back("fused", nullptr);
@@ -546,6 +570,33 @@ void register_module(const std::string& family, const module_rows& rows = {}) {
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
       }
+  }
+}
+
+}  // namespace detail
+
+/// Registers `family`/<evaluator>/n:…/h:…[/kv_h:…]/d_model:…[/batch:…]/threads:… for argus's
+/// fused and unfused evaluators and each of rows.others (with rows.paired, fused_vs_<other>
+/// rows instead), one row per (n, threads): the forward of Module on a self-attention input. Module
+/// is a multi_head_attention<...> of float (argument_is_a_multi_head_attention, then
+/// benchmarked_module_is_float; a prepacked module is benchmarked through
+/// rows.others = {prepacked_evaluator<Module>()}). Call it before
+/// benchmark::RunSpecifiedBenchmarks (at static initialisation, as BENCHMARK() does, or in main).
+template <class Module>
+void register_module(const std::string& family, const module_rows& rows = {}) {
+  if constexpr (!MultiHeadAttentionModule<Module>) {
+    static_assert(
+        MultiHeadAttentionModule<Module>,
+        "argument_is_a_multi_head_attention: argus::bench::register_module<Module>(family) "
+        "benchmarks an argus::multi_head_attention (its prepacked form through "
+        "rows.others = {argus::bench::prepacked_evaluator<Module>()})");
+  } else if constexpr (!benchmarked_module_is_float<typename Module::value_type>) {
+    static_assert(benchmarked_module_is_float<typename Module::value_type>,
+                  "benchmarked_module_is_float: argus::bench::register_module<Module>(family) "
+                  "benchmarks a multi_head_attention of float: its rows hand float inputs and "
+                  "weights to every evaluator");
+  } else {
+    detail::register_module_accepted<Module>(family, rows);
   }
 }
 

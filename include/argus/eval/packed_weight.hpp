@@ -33,27 +33,117 @@
 
 namespace argus {
 
+template <class T, Shape S>
+class packed_weight;
+
+/// packed_weight(w) copies and packs a weight that an argus::tensor or argus::tensor_view holds
+/// (an expression is evaluated into a tensor first).
+template <class W>
+concept packed_weight_takes_a_tensor_or_view = bool(TensorLike<W>);
+/// packed_weight<T, S>(w): w has the shape type S (a tensor or view of another shape is another
+/// weight).
+template <class PackedShape, class WeightShape>
+concept weight_shape_equals_packed_shape = std::is_same_v<PackedShape, WeightShape>;
+
+namespace detail {
+/// packed_weight<T, S>'s own rules, in order: the first broken one is reported, once. True
+/// unless one is reported; T = rejected (packed_weight(w) deduced from no tensor) is reported
+/// by the constructor.
+template <class T, class S>
+constexpr bool packed_weight_type_checked() {
+  if constexpr (std::is_same_v<T, rejected>) {
+    return true;
+  } else if constexpr (!value_type_is_float_or_double<T>) {
+    static_assert(
+        value_type_is_float_or_double<T>,
+        "value_type_is_float_or_double: argus::packed_weight<T, S> holds float or double");
+    return true;
+  } else {
+    static_assert(axes_are_a_stacked_weight<S>,
+                  "axes_are_a_stacked_weight: argus::packed_weight holds a (model, model) weight, "
+                  "the W of x·W");
+    return true;
+  }
+}
+
+/// Whether packed_weight<T, S> holds a weight (its rules hold). A concept of its own, not a
+/// member: the constructors' deduction guides check it without instantiating the class.
+template <class T, class S>
+concept packable = value_type_is_float_or_double<T> && axes_are_a_stacked_weight<S>;
+
+template <class X>
+using const_ref = const X&;
+/// Whether a packed_weight<T, S> constructor takes w as it is: a tensor or view of T and S, or
+/// what converts to one.
+template <class W, class T, class S>
+concept converts_to_a_packed_weight_source =
+    bool(std::is_convertible_v<W, tensor_view<const T, S>> ||
+         std::is_convertible_v<W, tensor_view<T, S>> ||
+         std::is_convertible_v<W, const_ref<tensor<T, S>>>);
+
+/// What packed_weight(w) deduces from: a tensor or view (or a class derived from one).
+template <class T, Shape S>
+void packed_weight_source_of(const tensor<T, S>&);
+template <class T, Shape S>
+void packed_weight_source_of(const tensor_view<T, S>&);
+template <class T, Shape S>
+void packed_weight_source_of(const packed_weight<T, S>&);
+template <class W>
+concept deduces_a_packed_weight = requires(const W& w) {
+  detail::packed_weight_source_of(w);
+};
+}  // namespace detail
+
 /// A stacked projection weight S = (model, model), value type T, with its gemm panels.
 template <class T, Shape S>
 class packed_weight {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "value_type_is_float_or_double: argus::packed_weight<T, S> holds float or double");
-  static_assert(axes_are_a_stacked_weight<S>,
-                "axes_are_a_stacked_weight: argus::packed_weight holds a (model, model) weight, "
-                "the W of x·W");
+  static_assert(detail::packed_weight_type_checked<T, S>());
+  static constexpr bool holds_a_weight = detail::packable<T, S>;
+  using rows_type = std::conditional_t<holds_a_weight, tensor<T, S>, detail::rejected>;
+  using panels_type = std::conditional_t<holds_a_weight, aligned_buffer<T>, detail::rejected>;
 
  public:
   using value_type = T;
   using shape_type = S;
 
   /// A copy of w's elements (a tensor or a view of shape S, any strides), and the panels.
-  explicit packed_weight(const tensor_view<const T, S>& w) : rows_(w.shape()) {
+  explicit packed_weight(const tensor_view<const T, S>& w) requires detail::packable<T, S>
+      : rows_(w.shape()) {
     detail::check_has_storage("argus::packed_weight", w.data(), w.size());
     detail::copy_elements(w, rows_);
     pack();
   }
-  explicit packed_weight(const tensor_view<T, S>& w) : packed_weight(tensor_view<const T, S>(w)) {}
-  explicit packed_weight(const tensor<T, S>& w) : packed_weight(w.view()) {}
+  explicit packed_weight(const tensor_view<T, S>& w) requires detail::packable<T, S>
+      : packed_weight(tensor_view<const T, S>(w)) {}
+  explicit packed_weight(const tensor<T, S>& w) requires detail::packable<T, S>
+      : packed_weight(w.view()) {}
+  /// Anything else: the first broken rule is reported here (or, for T and S themselves, by the
+  /// class), once; the constructor then takes w silently. (It cannot hide the copy and move
+  /// constructors: its requires-clause leaves out packed_weight itself.)
+  // NOLINTBEGIN(bugprone-forwarding-reference-overload)
+  template <class W>
+    requires(!std::is_same_v<std::remove_cvref_t<W>, packed_weight> &&
+             (!detail::packable<T, S> || !detail::converts_to_a_packed_weight_source<W, T, S>))
+  explicit packed_weight(W&&) {
+    // NOLINTEND(bugprone-forwarding-reference-overload)
+    using source = std::remove_cvref_t<W>;
+    if constexpr (!holds_a_weight && !std::is_same_v<T, detail::rejected>) {
+      // reported by the class's static_assert
+    } else if constexpr (!packed_weight_takes_a_tensor_or_view<W>) {
+      static_assert(packed_weight_takes_a_tensor_or_view<W>,
+                    "packed_weight_takes_a_tensor_or_view: argus::packed_weight(w) copies and "
+                    "packs a weight held in an argus::tensor or argus::tensor_view; evaluate an "
+                    "expression into a tensor first");
+    } else if constexpr (!value_types_agree<T, typename source::value_type>) {
+      static_assert(value_types_agree<T, typename source::value_type>,
+                    "value_types_agree: argus::packed_weight<T, S>(w) packs a weight of value type "
+                    "T; w holds another (convert it first)");
+    } else {
+      static_assert(weight_shape_equals_packed_shape<S, typename source::shape_type>,
+                    "weight_shape_equals_packed_shape: argus::packed_weight<T, S>(w) packs a "
+                    "weight of shape type S; w has another");
+    }
+  }
 
   packed_weight(const packed_weight& o) : rows_(o.rows_), panels_(o.panels_), width_(o.width_) {}
   packed_weight& operator=(const packed_weight& o) {
@@ -100,8 +190,8 @@ class packed_weight {
     std::swap(width_, o.width_);
   }
 
-  tensor<T, S> rows_;
-  aligned_buffer<T> panels_;
+  rows_type rows_;
+  panels_type panels_;
   std::size_t width_ = 0;
 };
 
@@ -109,6 +199,13 @@ template <class T, Shape S>
 packed_weight(const tensor<T, S>&) -> packed_weight<T, S>;
 template <class T, Shape S>
 packed_weight(const tensor_view<T, S>&) -> packed_weight<std::remove_const_t<T>, S>;
+/// From anything else, a packed_weight whose constructor reports the argument
+/// (packed_weight_takes_a_tensor_or_view).
+// clang-format off
+template <class W>
+  requires(!detail::deduces_a_packed_weight<std::remove_cvref_t<W>>)
+packed_weight(W&&) -> packed_weight<detail::rejected, shape<>>;
+// clang-format on
 
 namespace detail {
 template <class T, Shape S>

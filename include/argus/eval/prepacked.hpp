@@ -27,6 +27,41 @@ namespace detail {
 /// The packed_weight type of a module's weight member W (a tensor<T, S>).
 template <class W>
 using packed_weight_for = packed_weight<typename W::value_type, typename W::shape_type>;
+
+/// The member types of prepacked_attention<Module>: Module's weights packed, its biases as they
+/// are, for a Module that is a multi_head_attention.
+template <class Module, bool = MultiHeadAttentionModule<Module>>
+struct prepacked_members {
+  using config = Module;  // its value type and widths
+  using value_type = typename Module::value_type;
+  using w_q = packed_weight_for<decltype(Module::w_q)>;
+  using w_k = packed_weight_for<decltype(Module::w_k)>;
+  using w_v = packed_weight_for<decltype(Module::w_v)>;
+  using w_o = packed_weight_for<decltype(Module::w_o)>;
+  using b_q = decltype(Module::b_q);
+  using b_k = decltype(Module::b_k);
+  using b_v = decltype(Module::b_v);
+  using b_o = decltype(Module::b_o);
+};
+/// Anything else: prepacked_attention's static_assert reports it, and no member of Module is
+/// named after it (so that one misuse is one error).
+template <class Module>
+struct prepacked_members<Module, false> {
+  struct config {
+    static constexpr std::size_t d_model = 0, heads = 0, kv_heads = 0, d_k = 0, d_v = 0, kdim = 0,
+                                 vdim = 0;
+    static constexpr bool has_bias = false;
+  };
+  using value_type = rejected;
+  using w_q = rejected;
+  using w_k = rejected;
+  using w_v = rejected;
+  using w_o = rejected;
+  using b_q = rejected;
+  using b_k = rejected;
+  using b_v = rejected;
+  using b_o = rejected;
+};
 }  // namespace detail
 
 /// A multi_head_attention's weights packed for inference, and its biases; forward as the
@@ -34,22 +69,24 @@ using packed_weight_for = packed_weight<typename W::value_type, typename W::shap
 template <class Module>
 class prepacked_attention {
   static_assert(MultiHeadAttentionModule<Module>,
-                "argus::prepacked_attention<Module>: Module is an argus::multi_head_attention");
+                "argument_is_a_multi_head_attention: argus::prepacked_attention<Module> packs the "
+                "weights of an argus::multi_head_attention; Module is not one");
+  using members = detail::prepacked_members<Module>;
 
  public:
   using module_type = Module;
-  using value_type = typename Module::value_type;
-  static constexpr std::size_t d_model = Module::d_model;
-  static constexpr std::size_t heads = Module::heads;
-  static constexpr std::size_t kv_heads = Module::kv_heads;
-  static constexpr std::size_t d_k = Module::d_k;
-  static constexpr std::size_t d_v = Module::d_v;
-  static constexpr std::size_t kdim = Module::kdim;
-  static constexpr std::size_t vdim = Module::vdim;
-  static constexpr bool has_bias = Module::has_bias;
+  using value_type = typename members::value_type;
+  static constexpr std::size_t d_model = members::config::d_model;
+  static constexpr std::size_t heads = members::config::heads;
+  static constexpr std::size_t kv_heads = members::config::kv_heads;
+  static constexpr std::size_t d_k = members::config::d_k;
+  static constexpr std::size_t d_v = members::config::d_v;
+  static constexpr std::size_t kdim = members::config::kdim;
+  static constexpr std::size_t vdim = members::config::vdim;
+  static constexpr bool has_bias = members::config::has_bias;
 
   /// Copies and packs m's weights, copies its biases.
-  explicit prepacked_attention(const Module& m)
+  explicit prepacked_attention(const Module& m) requires MultiHeadAttentionModule<Module>
       : w_q(m.w_q),
         w_k(m.w_k),
         w_v(m.w_v),
@@ -58,20 +95,35 @@ class prepacked_attention {
         b_k(m.b_k),
         b_v(m.b_v),
         b_o(m.b_o) {}
+  /// Module is not a multi_head_attention: the class's static_assert has said so, and this
+  /// constructor takes the arguments silently rather than add a second error.
+  template <class... Args>
+  explicit prepacked_attention(Args&&...) requires(!MultiHeadAttentionModule<Module>) {}
 
   /// As Module::forward: forward(x, masks...) or forward(x_q, x_k, x_v, masks...), the same
   /// rules, the same expression, with the packed weights.
   template <class... Args>
   auto forward(Args&&... args) const {
-    if constexpr (!Module::template forward_accepted<true, Args...>(
-                      detail::mask_positions<Args...>{}))
-      return detail::rejected{};
-    else
+    if constexpr (forward_accepted<Args...>())
       return Module::forward_with(*this, std::forward<Args>(args)...);
+    else
+      return detail::rejected{};  // reported by the class's or Module::forward's static_assert
+  }
+
+  /// Whether forward(args...) is accepted; Module::forward_accepted reports its first broken
+  /// rule (a Module that is no module is reported by the class, once).
+  template <class... Args>
+  static constexpr bool forward_accepted() {
+    if constexpr (!MultiHeadAttentionModule<Module>)
+      return false;
+    else
+      return Module::template forward_accepted<true, Args...>(detail::mask_positions<Args...>{});
   }
 
   /// Bytes held: each weight's elements and panels, and the biases.
   std::size_t bytes() const noexcept {
+    if constexpr (!MultiHeadAttentionModule<Module>)
+      return 0;  // reported by the class's static_assert
     std::size_t b = w_q.bytes() + w_k.bytes() + w_v.bytes() + w_o.bytes();
     if constexpr (has_bias)
       b += (b_q.size() + b_k.size() + b_v.size() + b_o.size()) * sizeof(value_type);
@@ -79,14 +131,14 @@ class prepacked_attention {
   }
 
   // The weights and biases, read only.
-  const detail::packed_weight_for<decltype(Module::w_q)> w_q;
-  const detail::packed_weight_for<decltype(Module::w_k)> w_k;
-  const detail::packed_weight_for<decltype(Module::w_v)> w_v;
-  const detail::packed_weight_for<decltype(Module::w_o)> w_o;
-  [[no_unique_address]] const decltype(Module::b_q) b_q;
-  [[no_unique_address]] const decltype(Module::b_k) b_k;
-  [[no_unique_address]] const decltype(Module::b_v) b_v;
-  [[no_unique_address]] const decltype(Module::b_o) b_o;
+  const typename members::w_q w_q;
+  const typename members::w_k w_k;
+  const typename members::w_v w_v;
+  const typename members::w_o w_o;
+  [[no_unique_address]] const typename members::b_q b_q;
+  [[no_unique_address]] const typename members::b_k b_k;
+  [[no_unique_address]] const typename members::b_v b_v;
+  [[no_unique_address]] const typename members::b_o b_o;
 };
 
 template <class Module>

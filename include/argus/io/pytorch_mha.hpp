@@ -66,13 +66,9 @@ void transpose_rows_into(T* w, std::size_t rows, std::size_t cols, const std::ve
     for (std::size_t j = 0; j < cols; ++j) w[i * cols + j] = torch[(r0 + j) * rows + i];
 }
 
-}  // namespace detail
-
-/// The module M with the weights of the nn.MultiheadAttention state dict in src, whose keys
-/// start with `prefix` ("" for the module itself, "encoder.layers.0.self_attn" for one inside
-/// a model; a '.' is added when missing). Throws load_error (see the top of this header).
+/// load_pytorch_mha's work, once its arguments are accepted.
 template <MultiHeadAttentionModule M, TensorSource Src>
-M load_pytorch_mha(const Src& src, std::string_view prefix = {}) {
+M load_pytorch_mha_accepted(const Src& src, std::string_view prefix) {
   using T = typename M::value_type;
   constexpr std::size_t e = M::d_model, q_rows = M::heads * M::d_k, k_rows = M::kv_heads * M::d_k,
                         v_rows = M::kv_heads * M::d_v, o_cols = M::heads * M::d_v;
@@ -146,6 +142,32 @@ M load_pytorch_mha(const Src& src, std::string_view prefix = {}) {
                          "export from nn.MultiheadAttention(..., bias=False)");
   }
   return m;
+}
+
+}  // namespace detail
+
+/// The module M with the weights of the nn.MultiheadAttention state dict in src, whose keys
+/// start with `prefix` ("" for the module itself, "encoder.layers.0.self_attn" for one inside
+/// a model; a '.' is added when missing). Throws load_error (see the top of this header).
+/// M is a multi_head_attention (argument_is_a_multi_head_attention), src a safetensors_file
+/// or an npy_directory (argument_is_a_tensor_source): checked in that order, the first broken
+/// rule reported once.
+template <class M, class Src>
+auto load_pytorch_mha(const Src& src, std::string_view prefix = {}) {
+  if constexpr (!MultiHeadAttentionModule<M>) {
+    static_assert(MultiHeadAttentionModule<M>,
+                  "argument_is_a_multi_head_attention: argus::load_pytorch_mha<M>(src) loads the "
+                  "weights of an argus::multi_head_attention M; M is not one");
+    return detail::rejected{};
+  } else if constexpr (!argument_is_a_tensor_source<Src>) {
+    static_assert(argument_is_a_tensor_source<Src>,
+                  "argument_is_a_tensor_source: argus::load_pytorch_mha<M>(src) reads src, an "
+                  "argus::safetensors_file or an argus::npy_directory (open a path first: "
+                  "argus::safetensors_file(\"mha.safetensors\"))");
+    return detail::rejected{};
+  } else {
+    return detail::load_pytorch_mha_accepted<M>(src, prefix);
+  }
 }
 
 }  // namespace argus

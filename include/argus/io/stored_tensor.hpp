@@ -11,6 +11,8 @@
 // Not included by argus.hpp: the io/ headers are optional.
 #pragma once
 
+#include <argus/diagnostics/relations.hpp>
+
 #include <bit>
 #include <concepts>
 #include <cstddef>
@@ -146,13 +148,23 @@ struct stored_tensor {
     return std::is_same_v<T, double> || dtype != stored_dtype::float64;
   }
 
-  /// The elements as T (float or double), row-major. A float64 tensor read as float throws
-  /// load_error: argus never rounds weights silently.
-  // clang-format off
+  /// The elements as T (float or double: value_type_is_float_or_double), row-major. A float64
+  /// tensor read as float throws load_error: argus never rounds weights silently.
   template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double> std::vector<T> values()
-  const {
-    // clang-format on
+  std::vector<T> values() const {
+    if constexpr (!value_type_is_float_or_double<T>) {
+      static_assert(value_type_is_float_or_double<T>,
+                    "value_type_is_float_or_double: argus::stored_tensor::values<T>() converts "
+                    "the elements to float or double");
+      return {};
+    } else {
+      return converted<T>();
+    }
+  }
+
+ private:
+  template <class T>
+  std::vector<T> converted() const {
     if (!converts_exactly_to<T>())
       throw load_error(where() +
                        " is float64, but the module holds float: converting would "
@@ -197,5 +209,11 @@ concept TensorSource = requires(const S& s, const std::string& name) {
   { s.read(name) } -> std::same_as<stored_tensor>;
   { s.origin(name) } -> std::convertible_to<std::string>;
 };
+
+/// load_pytorch_mha<M>(src) reads from a TensorSource: an argus::safetensors_file or an
+/// argus::npy_directory (not a path: open the file first), one atomic constraint so that a
+/// compiler reports the relation, not each member it misses.
+template <class S>
+concept argument_is_a_tensor_source = bool(TensorSource<S>);
 
 }  // namespace argus

@@ -85,6 +85,16 @@ concept static_extents_fit_in_a_tensor = detail::element_count_fits(
 template <std::size_t Given, std::size_t Rank>
 concept extent_count_equals_rank = Given == Rank;
 
+/// shape<...>(extents...), tensor(extents...), tensor_view(p, extents...): one run-time extent
+/// for each run-time (dyn) axis of the shape, in axis order.
+template <std::size_t Given, std::size_t DynAxes>
+concept run_time_extents_match_dyn_axes = Given == DynAxes;
+
+/// shape<...>(extents...), tensor(extents...), tensor_view(p, extents...): the run-time extents
+/// are integers, of any integer type (a negative one throws shape_error).
+template <class... I>
+concept run_time_extents_are_integers = (std::is_integral_v<I> && ...);
+
 template <Axis... Axes>
 class shape {
   static_assert(static_extents_fit_in_a_tensor<Axes::static_extent...>,
@@ -111,17 +121,28 @@ class shape {
 
   /// From the run-time extents only, in axis order (as std::extents). A negative extent, or
   /// extents whose product (zeros left out) exceeds PTRDIFF_MAX, throw shape_error.
-  // clang-format off
+  ///
+  /// Checks, in order, reporting the first that fails (a static_assert firewall: any arguments
+  /// are taken, so that a misuse names its rule rather than listing candidates; copies and the
+  /// default constructor, not templates, win their ties): the extents are integers
+  /// (run_time_extents_are_integers); one per dyn axis (run_time_extents_match_dyn_axes).
   template <class... I>
-    requires(sizeof...(I) == rank_dynamic() && rank_dynamic() > 0 &&
-             (std::is_convertible_v<I, std::size_t> && ...))
   constexpr explicit shape(I... dynamic) : extents_(statics_) {
-    // clang-format on
-    std::size_t k = 0;
-    ((detail::check_not_negative(dynamic, dynamic_axis(k)),
-      extents_[dynamic_axis(k++)] = static_cast<std::size_t>(dynamic)),
-     ...);
-    detail::check_element_count(extents_);
+    if constexpr (!run_time_extents_are_integers<I...>) {
+      static_assert(run_time_extents_are_integers<I...>,
+                    "run_time_extents_are_integers: argus::shape<Axes...>(extents...) takes the "
+                    "run-time extents as integers, in axis order");
+    } else if constexpr (!run_time_extents_match_dyn_axes<sizeof...(I), rank_dynamic()>) {
+      static_assert(run_time_extents_match_dyn_axes<sizeof...(I), rank_dynamic()>,
+                    "run_time_extents_match_dyn_axes: argus::shape<Axes...>(extents...) takes one "
+                    "run-time extent per dyn axis (batch<>, seq<>), in axis order");
+    } else {
+      std::size_t k = 0;
+      ((detail::check_not_negative(dynamic, dynamic_axis(k)),
+        extents_[dynamic_axis(k++)] = static_cast<std::size_t>(dynamic)),
+       ...);
+      detail::check_element_count(extents_);
+    }
   }
 
   /// From every extent, as a braced list: from_extents({2, 9, 512}). One extent per axis
@@ -198,25 +219,11 @@ struct is_shape<shape<A...>> : std::true_type {};
 template <class S>
 concept Shape = detail::is_shape<S>::value;
 
-/// shape<...>(extents...), tensor(extents...), tensor_view(p, extents...): one run-time extent
-/// for each run-time (dyn) axis of the shape, in axis order.
-template <std::size_t Given, std::size_t DynAxes>
-concept run_time_extents_match_dyn_axes = Given == DynAxes;
-
-namespace detail {
-/// S from its run-time extents; a count other than S's run-time axes is reported here.
+/// True when S(extents...) compiles with extents of types I... (the rules of the constructor,
+/// in its order, without the report): for in-process tests.
 template <class S, class... I>
-constexpr S shape_from_run_time_extents(I... dynamic) {
-  if constexpr (!run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>) {
-    static_assert(run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>,
-                  "run_time_extents_match_dyn_axes: a tensor or view of this shape takes one "
-                  "run-time extent per dyn axis (batch<>, seq<>), in axis order");
-    return S{};
-  } else {
-    return S(dynamic...);
-  }
-}
-}  // namespace detail
+concept shape_accepts_run_time_extents = Shape<S> && run_time_extents_are_integers<I...> &&
+    run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>;
 
 namespace detail {
 /// The kinds of S's axes in words, in axis order (axis_kind_name).

@@ -18,14 +18,43 @@
 
 namespace argus {
 
+/// tensor<T, S> holds arithmetic values: float, double, uint8_t, bool, ...
+template <class T>
+concept value_type_is_arithmetic = std::is_arithmetic_v<T>;
+/// tensor<T, S> owns its elements, so T is not const (read-only elements: tensor_view<const T, S>).
+template <class T>
+concept value_type_is_not_const = !std::is_const_v<T>;
+
 namespace detail {
 struct tensor_access;
+
+/// The rules of tensor<T, S>'s value type, in the order they are reported; true when all hold.
+/// With Report, the first broken one is a static_assert naming it.
+template <bool Report, class T>
+constexpr bool tensor_value_type_accepted() {
+  if constexpr (!value_type_is_arithmetic<std::remove_const_t<T>>) {
+    if constexpr (Report)
+      static_assert(value_type_is_arithmetic<std::remove_const_t<T>>,
+                    "value_type_is_arithmetic: argus::tensor<T, S> holds arithmetic values such as "
+                    "float, double, uint8_t");
+    return false;
+  } else if constexpr (!value_type_is_not_const<T>) {
+    if constexpr (Report)
+      static_assert(value_type_is_not_const<T>,
+                    "value_type_is_not_const: argus::tensor<T, S> owns its elements, so T is not "
+                    "const; read-only elements are a const tensor or a tensor_view<const T, S>");
+    return false;
+  } else {
+    return true;
+  }
+}
 }  // namespace detail
 
 template <class T, Shape S>
 class tensor {
-  static_assert(std::is_arithmetic_v<T> && !std::is_const_v<T>,
-                "argus::tensor<T, Shape> holds arithmetic values such as float, double, uint8_t");
+  // T's rules are reported here, once; with a T that breaks one, the elements are stored as
+  // float, so that nothing else reports an error.
+  using storage_type = std::conditional_t<detail::tensor_value_type_accepted<true, T>(), T, float>;
 
  public:
   using value_type = T;
@@ -34,14 +63,13 @@ class tensor {
   /// Static extents from the type, run-time extents 0 (an empty tensor, as std::extents and
   /// Eigen's dynamic matrices default to); elements are zero.
   tensor() : tensor(S{}) {}
-  /// From the run-time extents, in axis order; elements are zero. Giving a different number
-  /// of extents than S has run-time axes is a compile error naming
-  /// run_time_extents_match_dyn_axes.
-  // clang-format off
+  /// From the run-time extents, in axis order; elements are zero.
+  ///
+  /// Checks, in order, reporting the first that fails (a static_assert firewall: any arguments
+  /// are taken; copies and tensor(s), not templates, win their ties): the extents are integers
+  /// (run_time_extents_are_integers); one per dyn axis (run_time_extents_match_dyn_axes).
   template <class... I>
-    requires(sizeof...(I) > 0 && (std::is_integral_v<I> && ...))
-  explicit tensor(I... dynamic) : tensor(detail::shape_from_run_time_extents<S>(dynamic...)) {}
-  // clang-format on
+  explicit tensor(I... dynamic) : tensor(shape_from_run_time_extents(dynamic...)) {}
   /// From a shape object; elements are zero.
   explicit tensor(const S& s) : shape_(s), buffer_(s.size()) {}
 
@@ -77,17 +105,28 @@ class tensor {
   operator tensor_view<T, S>() noexcept { return view(); }
   operator tensor_view<const T, S>() const noexcept { return view(); }
 
-  // clang-format off
+  /// The element at (i, j, ...): one index per axis (one_index_per_axis).
   template <class... I>
-    requires(sizeof...(I) == S::rank())
-  T& operator()(I... idx) noexcept { return data()[layout<S>::row_major(shape_)(idx...)]; }
-  // clang-format on
-  // clang-format off
+  T& operator()(I... idx) noexcept {
+    if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
+      static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
+                    "one_index_per_axis: argus::tensor<T, S>(i, j, ...) takes one index per axis "
+                    "of S");
+      return *data();
+    } else {
+      return data()[layout<S>::row_major(shape_)(idx...)];
+    }
+  }
   template <class... I>
-    requires(sizeof...(I) == S::rank())
   const T& operator()(I... idx) const noexcept {
-    // clang-format on
-    return data()[layout<S>::row_major(shape_)(idx...)];
+    if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
+      static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
+                    "one_index_per_axis: argus::tensor<T, S>(i, j, ...) takes one index per axis "
+                    "of S");
+      return *data();
+    } else {
+      return data()[layout<S>::row_major(shape_)(idx...)];
+    }
   }
 
   /// Sets every element to v.
@@ -95,10 +134,31 @@ class tensor {
 
  private:
   friend struct detail::tensor_access;
-  tensor(const S& s, aligned_buffer<T>&& b) noexcept : shape_(s), buffer_(std::move(b)) {}
+  tensor(const S& s, aligned_buffer<storage_type>&& b) noexcept
+      : shape_(s), buffer_(std::move(b)) {}
+
+  /// The shape of tensor(extents...), whose rules it reports.
+  template <class... I>
+  static S shape_from_run_time_extents(I... dynamic) {
+    if constexpr (!detail::tensor_value_type_accepted<false, T>()) {
+      return S{};  // reported by the class
+    } else if constexpr (!run_time_extents_are_integers<I...>) {
+      static_assert(run_time_extents_are_integers<I...>,
+                    "run_time_extents_are_integers: argus::tensor<T, S>(extents...) takes the "
+                    "run-time extents as integers, in axis order (or one S)");
+      return S{};
+    } else if constexpr (!run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>) {
+      static_assert(run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>,
+                    "run_time_extents_match_dyn_axes: argus::tensor<T, S>(extents...) takes one "
+                    "run-time extent per dyn axis of S (batch<>, seq<>), in axis order");
+      return S{};
+    } else {
+      return S(dynamic...);
+    }
+  }
 
   S shape_;
-  aligned_buffer<T> buffer_;
+  aligned_buffer<storage_type> buffer_;
 };
 
 namespace detail {

@@ -13,6 +13,15 @@
 
 namespace argus {
 
+/// tensor_view<T, S>(p, extents...): p points to the view's element type (a T*, or a pointer
+/// that converts to one: float* for a view of const float).
+template <class P, class T>
+concept pointer_element_type_is_the_views = std::is_convertible_v<P, T*>;
+
+/// x(i, j, ...) of a tensor or view: one index per axis, as many as the shape's rank.
+template <std::size_t Given, std::size_t Rank>
+concept one_index_per_axis = Given == Rank;
+
 template <class T, Shape S>
 class tensor_view {
  public:
@@ -25,13 +34,18 @@ class tensor_view {
   /// Row-major view of p.
   constexpr tensor_view(T* p, const S& s) noexcept : data_(p), layout_(layout_type::row_major(s)) {}
   constexpr tensor_view(T* p, const layout_type& l) noexcept : data_(p), layout_(l) {}
-  /// Row-major view of p with the given run-time extents, in axis order (as std::mdspan);
-  /// the count must be S's number of run-time axes (run_time_extents_match_dyn_axes).
+  /// Row-major view of p with the given run-time extents, in axis order (as std::mdspan).
+  ///
+  /// Checks, in order, reporting the first that fails (a static_assert firewall: it takes any
+  /// pointer and extents, but leaves (p, s) and (p, l) to the constructors above): p converts
+  /// to T* (pointer_element_type_is_the_views); the extents are integers
+  /// (run_time_extents_are_integers); one per dyn axis (run_time_extents_match_dyn_axes).
   // clang-format off
-  template <class... I>
-    requires(sizeof...(I) > 0 && (std::is_integral_v<I> && ...))
-  constexpr tensor_view(T* p, I... dynamic)
-      : tensor_view(p, detail::shape_from_run_time_extents<S>(dynamic...)) {}
+  template <class P, class... I>
+    requires(sizeof...(I) > 0 &&
+             !(sizeof...(I) == 1 && std::is_convertible_v<P, T*> &&
+               ((std::is_same_v<I, S> || std::is_same_v<I, layout_type>) || ...)))
+  constexpr tensor_view(P p, I... dynamic) : tensor_view(from_run_time_extents(p, dynamic...)) {}
   // clang-format on
   /// A view of const elements from a view of mutable ones.
   // clang-format off
@@ -48,15 +62,43 @@ class tensor_view {
   constexpr std::size_t stride(std::size_t i) const noexcept { return layout_.stride[i]; }
   constexpr std::size_t size() const noexcept { return layout_.shape.size(); }
 
-  // clang-format off
+  /// The element at (i, j, ...): one index per axis (one_index_per_axis).
   template <class... I>
-    requires(sizeof...(I) == S::rank())
   constexpr T& operator()(I... idx) const noexcept {
-    // clang-format on
-    return data_[layout_(idx...)];
+    if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
+      static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
+                    "one_index_per_axis: argus::tensor_view<T, S>(i, j, ...) takes one index per "
+                    "axis of S");
+      return *data_;
+    } else {
+      return data_[layout_(idx...)];
+    }
   }
 
  private:
+  /// The view of tensor_view(p, extents...), whose rules it reports.
+  template <class P, class... I>
+  static constexpr tensor_view from_run_time_extents(P p, I... dynamic) {
+    if constexpr (!pointer_element_type_is_the_views<P, T>) {
+      static_assert(pointer_element_type_is_the_views<P, T>,
+                    "pointer_element_type_is_the_views: argus::tensor_view<T, S>(p, extents...) "
+                    "views elements of type T: p is a T*");
+      return {};
+    } else if constexpr (!run_time_extents_are_integers<I...>) {
+      static_assert(run_time_extents_are_integers<I...>,
+                    "run_time_extents_are_integers: argus::tensor_view<T, S>(p, extents...) takes "
+                    "the run-time extents as integers, in axis order (or one S, or a layout)");
+      return {};
+    } else if constexpr (!run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>) {
+      static_assert(run_time_extents_match_dyn_axes<sizeof...(I), S::rank_dynamic()>,
+                    "run_time_extents_match_dyn_axes: argus::tensor_view<T, S>(p, extents...) "
+                    "takes one run-time extent per dyn axis of S (batch<>, seq<>), in axis order");
+      return {};
+    } else {
+      return tensor_view(static_cast<T*>(p), S(dynamic...));
+    }
+  }
+
   T* data_ = nullptr;
   layout_type layout_{};
 };
