@@ -108,25 +108,11 @@ class tensor {
   /// The element at (i, j, ...): one index per axis (one_index_per_axis).
   template <class... I>
   T& operator()(I... idx) noexcept {
-    if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
-      static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
-                    "one_index_per_axis: argus::tensor<T, S>(i, j, ...) takes one index per axis "
-                    "of S");
-      return *data();
-    } else {
-      return data()[layout<S>::row_major(shape_)(idx...)];
-    }
+    return data()[offset(idx...)];
   }
   template <class... I>
   const T& operator()(I... idx) const noexcept {
-    if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
-      static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
-                    "one_index_per_axis: argus::tensor<T, S>(i, j, ...) takes one index per axis "
-                    "of S");
-      return *data();
-    } else {
-      return data()[layout<S>::row_major(shape_)(idx...)];
-    }
+    return data()[offset(idx...)];
   }
 
   /// Sets every element to v.
@@ -136,6 +122,19 @@ class tensor {
   friend struct detail::tensor_access;
   tensor(const S& s, aligned_buffer<storage_type>&& b) noexcept
       : shape_(s), buffer_(std::move(b)) {}
+
+  /// The row-major offset of the element at (i, j, ...), whose rule it reports.
+  template <class... I>
+  std::size_t offset(I... idx) const noexcept {
+    if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
+      static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
+                    "one_index_per_axis: argus::tensor<T, S>(i, j, ...) takes one index per axis "
+                    "of S");
+      return 0;
+    } else {
+      return layout<S>::row_major(shape_)(idx...);
+    }
+  }
 
   /// The shape of tensor(extents...), whose rules it reports.
   template <class... I>
