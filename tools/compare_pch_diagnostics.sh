@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/compare_pch_diagnostics.sh <build dir> [test stem...]
 #
-# The compile-fail tests run the compiler with a precompiled header (tests/compile_fail/
-# CMakeLists.txt) because its diagnostics are the same text with and without one, once the
+# The compile-fail tests run the compiler with a precompiled header and with the kernels
+# declared extern (-DARGUS_EXTERN_KERNELS; tests/compile_fail/CMakeLists.txt says why),
+# because its diagnostics are the same text as a user's compile, without either, once the
 # include stack's bottom line names the test's #include line again (with a PCH it names line
 # 1 of the test, Clang, or of the PCH's wrapper, GCC), as check_compile_fail.cmake does. This
 # checks that claim: for every test (or the named ones) it compiles the error variant both
@@ -13,6 +14,8 @@ set -euo pipefail
 build=${1:?usage: tools/compare_pch_diagnostics.sh <build dir> [test stem...]}
 shift
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[[ -d $build ]] || { echo "no build directory $build" >&2; exit 2; }
+build=$(cd "$build" && pwd)  # the compilers print the PCH wrapper's path absolute
 flags_file="$build/tests/compile_fail/compile_fail_flags.cmake"
 cache="$build/CMakeCache.txt"
 [[ -f $flags_file && -f $cache ]] || { echo "no configured compile-fail tests in $build" >&2; exit 2; }
@@ -38,12 +41,13 @@ for stem in "$@"; do
   [[ -f $pch ]] || { echo "$stem: no PCH $pch (build the target argus_compile_fail_pch)" >&2; exit 2; }
   line=$(grep -n -m1 '^#include <argus/' "$src" | cut -d: -f1)
   "$cxx" "${flags[@]}" -DARGUS_EXPECT_COMPILE_ERROR "$src" >"$tmp/plain" 2>&1 || true
-  "$cxx" "${flags[@]}" -Winvalid-pch "${use[@]}" -DARGUS_EXPECT_COMPILE_ERROR "$src" 2>&1 |
+  "$cxx" "${flags[@]}" -DARGUS_EXTERN_KERNELS -Winvalid-pch "${use[@]}" -DARGUS_EXPECT_COMPILE_ERROR \
+    "$src" 2>&1 |
     sed "s|${pch%.gch}:1|$src:$line|; s|from $src:1:|from $src:$line:|" >"$tmp/pch" || true
   compared=$((compared + 1))
   if ! diff -u "$tmp/plain" "$tmp/pch" >"$tmp/diff"; then
     different=$((different + 1))
-    echo "== $stem: the diagnostics differ with the PCH"
+    echo "== $stem: the diagnostics differ with the PCH and the extern kernels"
     cat "$tmp/diff"
   fi
 done

@@ -1,6 +1,8 @@
 # cmake -P checker for one compile-fail test (see CMakeLists.txt in this directory).
 # Inputs: COMPILER COMPILER_ID FLAGS_FILE SOURCE VARIANT (twin | error), PCH (may be empty: the
-#         precompiled first header of SOURCE; CMakeLists.txt says where it is used)
+#         precompiled first header of SOURCE; CMakeLists.txt says where it is used),
+#         EXTERN_KERNELS (ON: compile with -DARGUS_EXTERN_KERNELS, as the PCHs are; CMakeLists.txt
+#         says why)
 #   twin:  compile SOURCE as is; the compiler must succeed.
 #   error: compile with -DARGUS_EXPECT_COMPILE_ERROR; the compiler must fail and its output
 #          must match every "// expect: <regex>" line (and "// expect-gcc:" with GCC,
@@ -90,6 +92,9 @@ while(rest MATCHES "//[ \t]*(expect(-gcc|-clang)?):[ \t]*([^\n]*[^ \t\n])")
 endwhile()
 
 set(command "${COMPILER}" ${FLAGS})
+if(EXTERN_KERNELS)
+  list(APPEND command -DARGUS_EXTERN_KERNELS)
+endif()
 if(VARIANT STREQUAL "error")
   if(count EQUAL 0 OR rule STREQUAL "")
     message(FATAL_ERROR "${SOURCE}: no '// expect: <regex>' line: say what the error must name")
