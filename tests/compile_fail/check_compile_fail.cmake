@@ -9,6 +9,8 @@
 #          "// expect-clang:" with Clang). The first "// expect:" regex is the rule: its first
 #          match must be within the first RULE_LINE_LIMIT (10) lines of the output, and the
 #          whole output at most TOTAL_LINE_LIMIT (25) lines: the message leads with the rule.
+#          And one misuse is one error: the output holds exactly one "error:" line (a file
+#          whose misuse is several says so: "// expect-errors: <count>").
 #          The checker prints "rule at line R of T" for docs/reliability.md.
 cmake_minimum_required(VERSION 3.25)
 include("${FLAGS_FILE}")
@@ -72,6 +74,7 @@ elseif(COMPILER_ID MATCHES "Clang")
   list(APPEND tags "expect-clang")
 endif()
 file(READ "${SOURCE}" rest)
+set(rest_of_source "${rest}")
 set(expected "")  # one regex per line, kept as a string
 set(count 0)
 set(rule "")
@@ -90,6 +93,11 @@ while(rest MATCHES "//[ \t]*(expect(-gcc|-clang)?):[ \t]*([^\n]*[^ \t\n])")
     math(EXPR count "${count} + 1")
   endif()
 endwhile()
+
+set(expected_errors 1)
+if(rest_of_source MATCHES "//[ \t]*expect-errors:[ \t]*([0-9]+)")
+  set(expected_errors "${CMAKE_MATCH_1}")
+endif()
 
 set(command "${COMPILER}" ${FLAGS})
 if(EXTERN_KERNELS)
@@ -169,5 +177,14 @@ if(rule_line GREATER RULE_LINE_LIMIT OR total_lines GREATER TOTAL_LINE_LIMIT)
                       "${total_lines}; it must lead (line <= ${RULE_LINE_LIMIT}, at most "
                       "${TOTAL_LINE_LIMIT} lines in all).\n${command_line}\n${first_lines}")
 endif()
+# Errors: GCC and Clang both write "<file>:<line>:<column>: error: ..." (a fatal error too:
+# "fatal error:").
+string(REGEX MATCHALL "(^|\n)[^\n]*:[0-9]+:[0-9]+: (fatal )?error: " error_lines "${output}")
+list(LENGTH error_lines errors)
+if(NOT errors EQUAL expected_errors)
+  message(FATAL_ERROR "${SOURCE}: ${errors} errors where ${expected_errors} was expected: one "
+                      "misuse is one error (the first reported, the rest taken silently).\n"
+                      "${command_line}\n${first_lines}")
+endif()
 message(STATUS "fails as expected with ARGUS_EXPECT_COMPILE_ERROR: ${SOURCE}: rule at line "
-               "${rule_line} of ${total_lines}")
+               "${rule_line} of ${total_lines}, ${errors} error(s)")

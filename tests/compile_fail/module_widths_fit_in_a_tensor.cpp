@@ -10,8 +10,9 @@
 
 using fine = argus::multi_head_attention<64, 2, argus::mha_options{.d_k = 32}>;
 #ifdef ARGUS_EXPECT_COMPILE_ERROR
-using wraps = argus::multi_head_attention<64, 2, argus::mha_options{.d_k = std::size_t{1} << 63}>;
-wraps m;
+// (A variable, not an alias: every use of an alias of a type whose constraint fails is an
+// error of its own.)
+argus::multi_head_attention<64, 2, argus::mha_options{.d_k = std::size_t{1} << 63}> wraps;
 #endif
 
 int main() { return fine::d_k == 32 ? 0 : 1; }

@@ -4,9 +4,8 @@
 
 int main() {
 #ifdef ARGUS_EXPECT_COMPILE_ERROR
-  int missing_semicolon = 0
+  return 0
 #else
-  int missing_semicolon = 0;
+  return 0;
 #endif
-      return missing_semicolon;
 }
