@@ -36,6 +36,14 @@ inline void check_has_storage(const char* op, const void* data, std::size_t size
         " elements has no storage: it is a moved-from tensor; assign it a value before using it");
 }
 
+/// Whether tensor (or view) t has elements but no storage: a moved-from tensor whose extents
+/// are all static. Its shape counts the elements; t.size() would not (it counts the storage,
+/// 0 after a move).
+template <class X>
+bool lacks_storage(const X& t) noexcept {
+  return t.data() == nullptr && t.shape().size() != 0;
+}
+
 /// Throws shape_error when a run-time value breaks a relation stated in words.
 inline void check(bool ok, const std::string& message) {
   if (!ok) throw shape_error(message);

@@ -58,10 +58,18 @@ constexpr bool packed_weight_type_checked() {
         value_type_is_float_or_double<T>,
         "value_type_is_float_or_double: argus::packed_weight<T, S> holds float or double");
     return true;
-  } else {
+  } else if constexpr (!axes_are_a_stacked_weight<S>) {
     static_assert(axes_are_a_stacked_weight<S>,
                   "axes_are_a_stacked_weight: argus::packed_weight holds a (model, model) weight, "
                   "the W of x·W");
+    return true;
+  } else {
+    // Before, a (model<dyn>, model<dyn>) weight was packed and each expression using it
+    // reported the rule: the packed_weight is now the place.
+    static_assert(model_width_is_static<run_time_width<S>>,
+                  "model_width_is_static: argus::packed_weight<T, S> packs a weight of "
+                  "compile-time widths, as every operand's are; only batch<> and seq<> may be "
+                  "argus::dyn");
     return true;
   }
 }
@@ -69,7 +77,9 @@ constexpr bool packed_weight_type_checked() {
 /// Whether packed_weight<T, S> holds a weight (its rules hold). A concept of its own, not a
 /// member: the constructors' deduction guides check it without instantiating the class.
 template <class T, class S>
-concept packable = value_type_is_float_or_double<T> && axes_are_a_stacked_weight<S>;
+concept packable =
+    value_type_is_float_or_double<T> && axes_are_a_stacked_weight<S> && run_time_width<S>
+== 0;
 
 template <class X>
 using const_ref = const X&;
@@ -210,6 +220,10 @@ packed_weight(W&&) -> packed_weight<detail::rejected, shape<>>;
 namespace detail {
 template <class T, Shape S>
 struct owns_elements<packed_weight<T, S>> : std::true_type {};
+/// A packed_weight of no weight has been reported (by the class or its constructor): an
+/// expression that uses it adds no second error.
+template <class T, Shape S>
+inline constexpr bool is_rejected<packed_weight<T, S>> = !packable<T, S>;
 }  // namespace detail
 
 /// A packed_weight as an operand: a leaf over its elements that carries its panels.

@@ -103,8 +103,13 @@ namespace detail {
 /// point takes it silently and returns it again, so one misuse gives one error, not a cascade
 /// through the calls that use the result.
 struct rejected {};
+/// Whether X is what a reported misuse leaves behind: rejected itself, or a type whose own
+/// static_assert has reported it (a packed_weight of no weight, eval/packed_weight.hpp, which
+/// specialises this where it is defined). Entry points take one silently.
+template <class X>
+inline constexpr bool is_rejected = std::is_same_v<X, rejected>;
 template <class... X>
-inline constexpr bool any_rejected = (std::is_same_v<std::remove_cvref_t<X>, rejected> || ...);
+inline constexpr bool any_rejected = (is_rejected<std::remove_cvref_t<X>> || ...);
 }  // namespace detail
 
 namespace detail {

@@ -87,11 +87,10 @@ void for_each_parameter(M& m, const G& g, F&& f, S&... state) {
 template <class T>
 void check_optimizer_operand(const char* op, const char* whose, const char* state, const char* name,
                              const T& t, const char* why) {
-  const std::size_t size = t.shape().size();
-  if (t.data() == nullptr && size != 0)
+  if (lacks_storage(t))
     throw shape_error(std::string(op) + ": " + whose + " " +
                       (state ? std::string(state) + " of " : std::string()) + name + " (" +
-                      std::to_string(size) + " elements) has no storage: " + why);
+                      std::to_string(t.shape().size()) + " elements) has no storage: " + why);
 }
 
 /// Throws std::invalid_argument "<op>: <name> is <value>; it must <rule>" unless ok. The value

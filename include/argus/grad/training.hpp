@@ -215,8 +215,9 @@ using masked_scores_t = std::remove_cvref_t<decltype(masked_scores_of(std::declv
 template <class M>
 void check_module_storage(const char* op, const M& m) {
   const auto check = [op](const char* name, const auto& t) {
-    check_has_storage((std::string(op) + " (the module's " + name + ")").c_str(), t.data(),
-                      t.shape().size());  // t.size() counts the storage: 0 when moved from
+    if (lacks_storage(t))
+      check_has_storage((std::string(op) + " (the module's " + name + ")").c_str(), t.data(),
+                        t.shape().size());
   };
   check("w_q", m.w_q), check("w_k", m.w_k), check("w_v", m.w_v), check("w_o", m.w_o);
   if constexpr (M::has_bias)
@@ -368,12 +369,16 @@ auto contiguous_input(const X& x) {
   return contiguous(evaluator<unfused_policy>{}(as_expression(x)));
 }
 
-/// A multi_head_attention<...> (its members and constants, as forward_for_training uses them).
+/// A multi_head_attention<...> (its members and constants, as forward_for_training uses them),
+/// whose weights are tensors it can train: a prepacked_attention has the same members, its
+/// weights packed for inference and read only.
 template <class M>
 concept is_attention_module = requires(const M& m) {
   typename M::value_type;
   m.w_q, m.w_k, m.w_v, m.w_o, m.b_q, m.b_k, m.b_v, m.b_o;
   M::d_model, M::heads, M::kv_heads, M::d_k, M::d_v, M::kdim, M::vdim, M::has_bias;
+  requires Tensor<decltype(m.w_q)> && Tensor<decltype(m.w_k)> && Tensor<decltype(m.w_v)> &&
+      Tensor<decltype(m.w_o)>;
 };
 
 /// What forward_for_training takes after its inputs: masks and at most one dropout.
@@ -806,7 +811,8 @@ detail::rejected forward_for_training(const M&, P, Args&&...) {
     static_assert(argument_is_a_module_or_an_expression<M>,
                   "argument_is_a_module_or_an_expression: argus::forward_for_training(m, policy, "
                   "...) trains a multi_head_attention m, or an attention core expression "
-                  "attend(softmax(scores(q, k)), v)");
+                  "attend(softmax(scores(q, k)), v) (a prepacked_attention serves inference: "
+                  "train the module, then prepack it)");
   } else if constexpr (!argument_is_an_evaluation_policy<P>) {
     static_assert(argument_is_an_evaluation_policy<P>,
                   "argument_is_an_evaluation_policy: argus::forward_for_training(m, policy, ...) "
