@@ -35,6 +35,8 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <vector>
 
@@ -219,8 +221,19 @@ inline std::string legend_number(double v) {
 namespace detail {
 
 /// Where everything goes, in pixels; text is 6 px per character and 10 px per line (the
-/// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width).
+/// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width). The
+/// picture's size is computed in 64 bits and `fits` says whether it is one a renderer draws
+/// (check_attention_map throws otherwise); the int fields hold only when it does.
 struct picture_layout {
+  /// The largest picture: each side at most 2^16 pixels, and its rows of RGB (3 bytes a pixel
+  /// and the PNG filter byte) at most INT_MAX bytes, the most stb's PNG encoder sizes (it
+  /// computes (3 * width + 1) * height in int: a larger picture overflowed its buffer).
+  static constexpr std::int64_t max_side = std::int64_t{1} << 16;
+  static constexpr std::int64_t max_bytes = std::numeric_limits<int>::max();
+  /// heads, seq_q and seq_kv above this make a picture beyond max_side whatever the labels; the
+  /// layout's products stay in 64 bits below it.
+  static constexpr std::size_t max_count = std::size_t{1} << 20;
+
   int char_w = 6, line_h = 10, margin = 12, gap = 18, title_h = 24, panel_title_h = 16;
   int legend_w = 14, legend_gap = 16;
 
@@ -232,6 +245,8 @@ struct picture_layout {
   std::size_t cols = 1, rows = 1;
   int legend_x = 0, legend_y = 0, legend_h = 0;
   int width = 0, height = 0;
+  std::int64_t wide_width = 0, wide_height = 0;  // the picture's size, in 64 bits
+  bool fits = false;                             // within max_side and max_bytes
 
   static std::size_t longest(const std::vector<std::string>& v) {
     std::size_t n = 0;
@@ -240,27 +255,39 @@ struct picture_layout {
   }
 
   explicit picture_layout(const attention_map& m) {
+    if (m.heads > max_count || m.seq_q > max_count || m.seq_kv > max_count) {
+      wide_width = wide_height = std::numeric_limits<std::int64_t>::max();
+      return;  // fits stays false
+    }
+    using wide = std::int64_t;
     const std::size_t longest_side = std::max<std::size_t>({m.seq_q, m.seq_kv, 1});
     cell = static_cast<int>(std::clamp<std::size_t>(240 / longest_side, 4, 24));
     row_label_w = static_cast<int>(std::min<std::size_t>(longest(m.query_labels), 16)) * char_w + 6;
     col_label_h = static_cast<int>(std::min<std::size_t>(longest(m.key_labels), 16)) * char_w + 6;
-    panel_w = cell * static_cast<int>(m.seq_kv);
+    panel_w = cell * static_cast<int>(m.seq_kv);  // <= 24 * 2^20
     panel_h = cell * static_cast<int>(m.seq_q);
     block_w = row_label_w + panel_w;
     block_h = panel_title_h + panel_h + col_label_h;
     cols = std::max<std::size_t>(1, std::min(m.columns, std::max<std::size_t>(m.heads, 1)));
     rows = (m.heads + cols - 1) / cols;
-    const int grid_w = static_cast<int>(cols) * block_w + static_cast<int>(cols - 1) * gap;
-    const int grid_h =
-        static_cast<int>(rows) * block_h + static_cast<int>(rows ? rows - 1 : 0) * gap;
-    legend_x = margin + grid_w + legend_gap;
+    const wide grid_w = wide(cols) * block_w + wide(cols - 1) * gap;
+    const wide grid_h = wide(rows) * block_h + wide(rows ? rows - 1 : 0) * gap;
+    const wide wide_legend_x = margin + grid_w + legend_gap;
     legend_y = margin + title_h + panel_title_h;
     legend_h = std::max(panel_h, 60);
     const int legend_total_w = legend_w + 6 + 5 * char_w;  // bar, tick, "0.125"
-    width = std::max(
-        legend_x + legend_total_w + margin,
+    wide_width = std::max<wide>(
+        wide_legend_x + legend_total_w + margin,
         2 * margin + static_cast<int>(std::min<std::size_t>(m.title.size(), 200)) * char_w * 2);
-    height = margin + title_h + std::max(grid_h, panel_title_h + legend_h + line_h) + margin;
+    wide_height =
+        margin + title_h + std::max<wide>(grid_h, panel_title_h + legend_h + line_h) + margin;
+    fits = wide_width <= max_side && wide_height <= max_side &&
+           (3 * wide_width + 1) * wide_height <= max_bytes;
+    if (fits) {
+      legend_x = static_cast<int>(wide_legend_x);
+      width = static_cast<int>(wide_width);
+      height = static_cast<int>(wide_height);
+    }
   }
   /// Top-left corner of head h's heat map.
   int panel_x(std::size_t h) const {
@@ -271,15 +298,25 @@ struct picture_layout {
   }
 };
 
-/// s cut to n characters ("…" would not fit the bitmap font: a trailing '~' marks the cut).
+/// The longest prefix of s of at most n bytes that ends between two UTF-8 characters: a cut
+/// inside a character's bytes would leave text that is not UTF-8 (an SVG no XML reader takes).
+inline std::string_view utf8_prefix(std::string_view s, std::size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // a continuation byte
+  return s.substr(0, n);
+}
+
+/// s cut to n bytes ("…" would not fit the bitmap font: a trailing '~' marks the cut), never
+/// inside a UTF-8 character.
 inline std::string clipped(const std::string& s, std::size_t n) {
-  return s.size() <= n ? s : s.substr(0, n - 1) + "~";
+  return s.size() <= n ? s : std::string(utf8_prefix(s, n - 1)) + "~";
 }
 
 /// Throws unless m is a map the renderers can draw: shape_error when its sizes disagree
 /// (weights, query_labels, key_labels against heads, seq_q, seq_kv), std::invalid_argument
-/// when columns is 0 or scale_max is not positive and finite. make_attention_map's maps always
-/// pass; an attention_map is an aggregate with public fields, so a hand-built or edited one
+/// when columns is 0 or scale_max is not positive and finite, or when the picture would exceed
+/// picture_layout's bounds (its size named). make_attention_map's maps pass but the last;
+/// an attention_map is an aggregate with public fields, so a hand-built or edited one
 /// is checked here, once, at each renderer's entry, before anything reads past its vectors.
 /// op names the renderer ("argus::attention_svg").
 inline void check_attention_map(const char* op, const attention_map& m) {
@@ -301,20 +338,72 @@ inline void check_attention_map(const char* op, const attention_map& m) {
     throw std::invalid_argument(std::string(op) + ": scale_max is " + number_text(m.scale_max) +
                                 "; the top of an attention_map's colour scale must be positive " +
                                 "and finite");
+  const picture_layout l(m);
+  if (!l.fits) {
+    const std::string size =
+        l.wide_width == std::numeric_limits<std::int64_t>::max()
+            ? "more than " + std::to_string(picture_layout::max_side) + " pixels on a side"
+            : std::to_string(l.wide_width) + " x " + std::to_string(l.wide_height) + " pixels";
+    throw std::invalid_argument(
+        std::string(op) + ": the picture of (heads, seq_q, seq_kv) = (" + std::to_string(m.heads) +
+        ", " + std::to_string(m.seq_q) + ", " + std::to_string(m.seq_kv) + ") weights would be " +
+        size + "; a picture has at most " + std::to_string(picture_layout::max_side) +
+        " pixels on a side and " + std::to_string(picture_layout::max_bytes) +
+        " bytes of RGB rows: draw fewer heads or a shorter span of the sequence");
+  }
 }
 
-/// Writes the n bytes at data to file, replacing it. Throws std::runtime_error naming op and
-/// the file when the file cannot be opened, a write fails or closing it does: a full disk often
-/// shows only when the last buffer is flushed, at the close, so the close is checked too.
+/// Writes the n bytes at data to file, replacing it only once they are all written: a file (or
+/// none yet) is replaced by a new one written beside it (file's name + ".partial-<k>") and
+/// renamed over it at the end, with the old file's permissions, so that a failed write leaves
+/// the old file as it was (a full disk used to leave a truncated picture in its place); a
+/// symbolic link's target is replaced, not the link. Anything else, a device or a pipe, is
+/// written to directly. Throws std::runtime_error naming op and the file when the file cannot
+/// be opened (a directory cannot), a write fails, closing it does (a full disk often shows
+/// only when the last buffer is flushed) or the rename does; the new file is removed then.
 inline void write_file(const char* op, const std::filesystem::path& file, const char* data,
                        std::size_t n) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error(std::string(op) + ": cannot open " + file.string());
+  namespace fs = std::filesystem;
+  const auto fail = [&](const char* what, const fs::path& path, const std::string& why) {
+    throw std::runtime_error(std::string(op) + ": cannot " + what + " " + path.string() + why);
+  };
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);  // follows symbolic links
+  if (fs::is_directory(status)) fail("open", file, " (a directory)");
+  const bool replace = !fs::exists(status) || fs::is_regular_file(status);
+  fs::path target = file, partial = file;
+  std::ofstream out;
+  if (replace) {
+    if (fs::exists(status)) {
+      target = fs::canonical(file, ec);
+      if (ec) target = file;
+    }
+    for (int k = 0; k < 100 && !out.is_open(); ++k) {
+      partial = target;
+      partial += ".partial-" + std::to_string(k);
+      if (fs::exists(fs::symlink_status(partial, ec))) continue;  // another writer's, a crash's
+      out.open(partial, std::ios::binary | std::ios::trunc);
+      if (!out) fail("open", partial, " (to write " + file.string() + ")");
+    }
+    if (!out.is_open()) fail("open", file, " (no unused name for a temporary file beside it)");
+  } else {
+    out.open(file, std::ios::binary);
+    if (!out) fail("open", file, "");
+  }
   out.write(data, static_cast<std::streamsize>(n));
   out.close();
-  if (!out)
-    throw std::runtime_error(std::string(op) + ": cannot write " + file.string() + " (" +
-                             std::to_string(n) + " bytes)");
+  if (!out) {
+    if (replace) fs::remove(partial, ec);
+    fail("write", file, " (" + std::to_string(n) + " bytes)");
+  }
+  if (!replace) return;
+  if (fs::exists(status)) fs::permissions(partial, status.permissions(), ec);
+  fs::rename(partial, target, ec);
+  if (ec) {
+    const std::string why = " (" + ec.message() + ")";
+    fs::remove(partial, ec);
+    fail("replace", file, why);
+  }
 }
 
 }  // namespace detail

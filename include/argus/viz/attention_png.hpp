@@ -145,7 +145,8 @@ inline std::vector<char> png_bytes(const char* op, const rgb_image& img) {
 
 /// m, an attention_map, drawn as an RGB raster: the same picture as attention_svg(m). Anything
 /// else does not compile, the error naming argument_is_an_attention_map. Throws shape_error or
-/// std::invalid_argument, naming the field, when m's fields disagree.
+/// std::invalid_argument, naming the field, when m's fields disagree, and std::invalid_argument
+/// when the picture would be too large (detail::check_attention_map).
 template <class M>
 rgb_image render_attention(const M& m) {
   if constexpr (!argument_is_an_attention_map<M>) {
@@ -162,9 +163,9 @@ rgb_image render_attention(const M& m) {
 /// A rejected map (its error is already reported): an empty picture, silently.
 inline rgb_image render_attention(detail::rejected) { return rgb_image(0, 0, rgb{}); }
 
-/// Writes render_attention(m) as a PNG file. Throws std::runtime_error naming the file when it
-/// cannot be opened, written or closed, and what render_attention(m) throws (before opening the
-/// file).
+/// Writes render_attention(m) as a PNG file, replacing file only once the new one is whole
+/// (detail::write_file). Throws std::runtime_error naming the file when it cannot be opened,
+/// written or closed, and what render_attention(m) throws (before opening the file).
 template <class M>
 void write_attention_png(const std::filesystem::path& file, const M& m) {
   if constexpr (!argument_is_an_attention_map<M>) {

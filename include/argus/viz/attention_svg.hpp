@@ -22,11 +22,49 @@ namespace argus {
 
 namespace detail {
 
-/// s with the five XML special characters escaped, and control characters (not allowed in
-/// XML 1.0) replaced by '?'.
+/// The length of the UTF-8 character at the start of s (1 to 4 bytes), or 0 when s does not
+/// start with one: a stray continuation byte, a lead byte without its continuation bytes, an
+/// overlong form, a surrogate (U+D800 to U+DFFF) or a value above U+10FFFF. Sets code_point.
+inline std::size_t utf8_character(std::string_view s, char32_t& code_point) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t n = 0;
+  char32_t c = 0, least = 0;
+  if (lead < 0x80)
+    n = 1, c = lead;
+  else if ((lead & 0xE0) == 0xC0)
+    n = 2, c = lead & 0x1F, least = 0x80;
+  else if ((lead & 0xF0) == 0xE0)
+    n = 3, c = lead & 0x0F, least = 0x800;
+  else if ((lead & 0xF8) == 0xF0)
+    n = 4, c = lead & 0x07, least = 0x10000;
+  else
+    return 0;
+  if (s.size() < n) return 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (byte(i) & 0x3F);
+  }
+  if (c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+  code_point = c;
+  return n;
+}
+
+/// s with the five XML special characters escaped, control characters (not allowed in XML
+/// 1.0) replaced by '?', and what is not UTF-8, or a character XML 1.0 does not allow (U+FFFE,
+/// U+FFFF), by U+FFFD: an SVG is UTF-8 XML, and one bad byte in a label (a byte-level BPE
+/// token, a label cut inside a character) made the whole file unreadable to XML readers.
 inline std::string xml_escaped(std::string_view s) {
   std::string out;
-  for (char c : s) {
+  out.reserve(s.size());
+  while (!s.empty()) {
+    char32_t c = 0;
+    std::size_t n = utf8_character(s, c);
+    if (n == 0 || c == 0xFFFE || c == 0xFFFF) {
+      out += "\xEF\xBF\xBD";  // U+FFFD, the replacement character
+      s.remove_prefix(n == 0 ? 1 : n);
+      continue;
+    }
     switch (c) {
       case '&':
         out += "&amp;";
@@ -44,8 +82,12 @@ inline std::string xml_escaped(std::string_view s) {
         out += "&apos;";
         break;
       default:
-        out += (static_cast<unsigned char>(c) < 0x20 && c != '\t') ? '?' : c;
+        if (c < 0x20 && c != '\t')
+          out += '?';
+        else
+          out.append(s.data(), n);
     }
+    s.remove_prefix(n);
   }
   return out;
 }
@@ -126,7 +168,8 @@ inline std::string svg_document(const attention_map& m) {
 
 /// The SVG document of m, an attention_map (anything else does not compile, the error naming
 /// argument_is_an_attention_map). Throws shape_error or std::invalid_argument, naming the
-/// field, when m's fields disagree (detail::check_attention_map).
+/// field, when m's fields disagree, and std::invalid_argument when the picture would be too
+/// large (detail::check_attention_map).
 template <class M>
 std::string attention_svg(const M& m) {
   if constexpr (!argument_is_an_attention_map<M>) {
@@ -144,8 +187,9 @@ std::string attention_svg(const M& m) {
 /// nothing, silently, so that one misuse gives one error.
 inline std::string attention_svg(detail::rejected) { return {}; }
 
-/// Writes attention_svg(m) to file. Throws std::runtime_error naming the file when it cannot
-/// be opened, written or closed, and what attention_svg(m) throws (before opening the file).
+/// Writes attention_svg(m) to file, replacing it only once the new one is whole
+/// (detail::write_file). Throws std::runtime_error naming the file when it cannot be opened,
+/// written or closed, and what attention_svg(m) throws (before opening the file).
 template <class M>
 void write_attention_svg(const std::filesystem::path& file, const M& m) {
   if constexpr (!argument_is_an_attention_map<M>) {

@@ -76,11 +76,14 @@ inline std::string text_cell(double f, text_style style) {
   return "\x1b[48;5;" + std::to_string(xterm_cube_index(viridis(level))) + "m  \x1b[0m";
 }
 
+// s in n bytes: cut (never inside a UTF-8 character, utf8_prefix) or filled with spaces.
 inline std::string padded(const std::string& s, std::size_t n) {
-  return s.size() >= n ? s.substr(0, n) : s + std::string(n - s.size(), ' ');
+  const std::string_view cut = utf8_prefix(s, n);
+  return std::string(cut) + std::string(n - cut.size(), ' ');
 }
 inline std::string right_aligned(const std::string& s, std::size_t n) {
-  return s.size() >= n ? s.substr(0, n) : std::string(n - s.size(), ' ') + s;
+  const std::string_view cut = utf8_prefix(s, n);
+  return std::string(n - cut.size(), ' ') + std::string(cut);
 }
 
 /// m, a map already checked, as text.

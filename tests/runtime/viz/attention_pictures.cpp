@@ -2,7 +2,9 @@
 // the three renderings of it: SVG (well-formed XML, escaped labels, one cell per weight in
 // its colour), PNG (every cell's pixels in its colour, written and decoded back by stb) and
 // text (each style's cells and scale); the checks at each renderer's entry (a hand-built map
-// whose fields disagree, an option out of range) and the writers' reports of a failed write.
+// whose fields disagree, an option out of range, a picture too large to draw) and the
+// writers' reports of a failed write, which leaves the file it would replace as it was; labels
+// that are not UTF-8, or cut inside a character, still give UTF-8 text.
 #define BOOST_TEST_MODULE unit.viz.attention_pictures
 #include "support/tensor_files.hpp"
 #include <argus/argus.hpp>
@@ -13,15 +15,19 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <stb_image.h>
 #include <stdexcept>
 #include <string>
+#include <sys/resource.h>
 #include <type_traits>
 #include <vector>
 
@@ -82,6 +88,50 @@ std::string xml_problem(const std::string& s) {
     }
   }
   return open.empty() ? "" : "<" + open.back() + "> never closed";
+}
+
+/// Whether s is UTF-8 (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF), by
+/// its byte patterns.
+bool is_utf8(const std::string& s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = [&](std::size_t j) { return j < s.size() ? (unsigned char)s[j] : 0u; };
+    const unsigned c = b(i);
+    const auto cont = [&](std::size_t j) { return (b(j) & 0xC0) == 0x80; };
+    if (c < 0x80) {
+      i += 1;
+    } else if (c >= 0xC2 && c <= 0xDF && cont(i + 1)) {
+      i += 2;
+    } else if (c >= 0xE0 && c <= 0xEF && cont(i + 1) && cont(i + 2) &&
+               !(c == 0xE0 && b(i + 1) < 0xA0) && !(c == 0xED && b(i + 1) >= 0xA0)) {
+      i += 3;
+    } else if (c >= 0xF0 && c <= 0xF4 && cont(i + 1) && cont(i + 2) && cont(i + 3) &&
+               !(c == 0xF0 && b(i + 1) < 0x90) && !(c == 0xF4 && b(i + 1) >= 0x90)) {
+      i += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A map of `heads` heads of seq_q x seq_kv weights 0.5, labelled 0, 1, 2, ...
+argus::attention_map uniform_map(std::size_t heads, std::size_t seq_q, std::size_t seq_kv,
+                                 std::size_t columns) {
+  argus::attention_map m;
+  m.heads = heads, m.seq_q = seq_q, m.seq_kv = seq_kv, m.columns = columns;
+  m.weights.assign(heads * seq_q * seq_kv, 0.5);
+  for (std::size_t q = 0; q < seq_q; ++q) m.query_labels.push_back(std::to_string(q));
+  for (std::size_t k = 0; k < seq_kv; ++k) m.key_labels.push_back(std::to_string(k));
+  m.title = "uniform";
+  m.scale_max = 1;
+  return m;
 }
 
 /// True when calling f throws E whose what() contains every one of `parts`.
@@ -385,4 +435,115 @@ BOOST_AUTO_TEST_CASE(writers_report_a_write_that_fails) {
                                                {"argus::write_attention_png: cannot open "}));
   BOOST_TEST(throws_naming<std::runtime_error>([&] { argus::write_attention_svg(dir.path(), m); },
                                                {"argus::write_attention_svg: cannot open "}));
+}
+
+BOOST_AUTO_TEST_CASE(a_picture_too_large_to_draw_is_an_error_not_an_overflow) {
+  // Each is a few MB of weights, but its picture is beyond what a renderer draws: stb's PNG
+  // encoder sizes its buffer as (3 * width + 1) * height in int, which a map of 16 heads of
+  // 2348 x 2348 (37 832 x 37 854 pixels) wrapped to 1.3 MB and overran; the layout itself
+  // computed in int and, for millions of heads, gave a 144 x 190 picture with every panel off it.
+  struct case_t {
+    argus::attention_map m;
+    std::vector<std::string> says;
+  };
+  const std::vector<case_t> cases = {
+      // one row of 17 000 keys: 4 px each, wider than 2^16 pixels
+      {uniform_map(1, 1, 17000, 4), {"(1, 1, 17000) weights would be 68102 x 134 pixels"}},
+      // 240 000 heads of 1 x 1 in 555 columns: 30 042 x 30 340 pixels, 2.7 GB of RGB rows
+      {uniform_map(240000, 1, 1, 555),
+       {"(240000, 1, 1) weights would be 30042 x 30340 pixels", "2147483647 bytes"}},
+      // more heads than the layout computes: over 2^16 pixels whatever the columns
+      {uniform_map((std::size_t{1} << 20) + 1, 1, 1, 1 << 10), {"more than 65536 pixels"}},
+  };
+  argus::test::scratch_directory dir("viz-large");
+  for (const auto& c : cases) {
+    std::vector<std::string> png = c.says, svg = c.says, render = c.says;
+    png.insert(png.begin(), "argus::write_attention_png: the picture of ");
+    svg.insert(svg.begin(), "argus::attention_svg: the picture of ");
+    render.insert(render.begin(), "argus::render_attention: the picture of ");
+    BOOST_TEST(throws_naming<std::invalid_argument>(
+        [&] { argus::write_attention_png(dir.path() / "large.png", c.m); }, png));
+    BOOST_TEST(throws_naming<std::invalid_argument>([&] { (void)argus::attention_svg(c.m); }, svg));
+    BOOST_TEST(
+        throws_naming<std::invalid_argument>([&] { (void)argus::render_attention(c.m); }, render));
+    BOOST_TEST(!std::filesystem::exists(dir.path() / "large.png"));
+  }
+  // Within the bounds: 1 x 16 000 keys, 64 126 pixels wide, is drawn.
+  const argus::rgb_image wide = argus::render_attention(uniform_map(1, 1, 16000, 4));
+  BOOST_TEST(wide.width > 64000);
+  BOOST_TEST(wide.pixels.size() == std::size_t(wide.width) * std::size_t(wide.height) * 3);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_write_leaves_the_old_file_as_it_was) {
+  // A write that fails part-way (here the process's file size limit, as a full disk would)
+  // used to leave the first bytes of the new picture in place of the old one, a truncated
+  // file that still opened as a PNG or an SVG. The writers now write beside the file and
+  // rename at the end.
+  argus::test::scratch_directory dir("viz-keep");
+  const argus::attention_map small = argus::make_attention_map(sample_weights());
+  const argus::attention_map large = uniform_map(4, 40, 40, 4);
+  const std::filesystem::path png = dir.path() / "keep.png", svg = dir.path() / "keep.svg";
+  argus::write_attention_png(png, small);
+  argus::write_attention_svg(svg, small);
+  const std::string old_png = file_text(png), old_svg = file_text(svg);
+  BOOST_TEST_REQUIRE(old_png.size() < 8192);
+  BOOST_TEST_REQUIRE(old_svg.size() < 8192);
+
+  rlimit old_limit{};
+  BOOST_TEST_REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // a failed write, not a signal
+  rlimit limit = old_limit;
+  limit.rlim_cur = 8192;
+  BOOST_TEST_REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
+  const bool png_threw =
+      throws_naming<std::runtime_error>([&] { argus::write_attention_png(png, large); },
+                                        {"argus::write_attention_png: cannot write ", "keep.png"});
+  const bool svg_threw =
+      throws_naming<std::runtime_error>([&] { argus::write_attention_svg(svg, large); },
+                                        {"argus::write_attention_svg: cannot write ", "keep.svg"});
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  BOOST_TEST(png_threw);
+  BOOST_TEST(svg_threw);
+  BOOST_TEST(file_text(png) == old_png);
+  BOOST_TEST(file_text(svg) == old_svg);
+  std::size_t files = 0;  // no temporary file left behind
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  BOOST_TEST(files == 2u);
+
+  // A write that succeeds replaces the file, keeps its permissions, and through a symbolic
+  // link replaces the link's target, not the link.
+  std::filesystem::permissions(
+      png, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  argus::write_attention_png(png, large);
+  BOOST_TEST(file_text(png) != old_png);
+  BOOST_TEST(((std::filesystem::status(png).permissions() & std::filesystem::perms::all) ==
+              (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)));
+  const std::filesystem::path link = dir.path() / "link.svg";
+  std::filesystem::create_symlink(svg, link);
+  argus::write_attention_svg(link, large);
+  BOOST_TEST(std::filesystem::is_symlink(link));
+  BOOST_TEST(file_text(svg) == argus::attention_svg(large));
+}
+
+BOOST_AUTO_TEST_CASE(labels_that_are_not_utf8_or_are_cut_still_give_utf8) {
+  // SVG is UTF-8 XML: a label cut at byte 15 inside a character, a raw byte (a byte-level BPE
+  // token), U+FFFE in the title each made the whole file unreadable to XML readers.
+  argus::attention_map m = uniform_map(1, 3, 3, 4);
+  m.query_labels = {"a\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E",
+                    "\xC4", "ok"};  // a日本語日本語 (19 bytes); 0xC4
+  m.key_labels = {"\xED\xA0\x80", "\xC0\xAF", "\xF4\x90\x80\x80"};  // surrogate, overlong, >10FFFF
+  m.title = "title \xEF\xBF\xBE end";                               // U+FFFE
+  const std::string svg = argus::attention_svg(m);
+  BOOST_TEST(is_utf8(svg));
+  BOOST_TEST(xml_problem(svg) == "");
+  BOOST_TEST(svg.find("\xEF\xBF\xBE") == std::string::npos);
+  BOOST_TEST(count(svg, "\xEF\xBF\xBD") >= 5u);  // U+FFFD for each bad byte run and U+FFFE
+  // The 19-byte label cut to 15 bytes and '~', back to the character boundary at 13: a日本語日~
+  BOOST_TEST(svg.find("a\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE6\x97\xA5~") != std::string::npos);
+  for (const auto style : {argus::text_style::ascii, argus::text_style::unicode}) {
+    argus::attention_map good_labels = uniform_map(1, 2, 2, 4);
+    good_labels.query_labels = {"\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE6\x97\xA5", "b"};
+    BOOST_TEST(is_utf8(argus::attention_text(good_labels, style)));
+  }
 }
