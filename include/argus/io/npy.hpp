@@ -66,6 +66,9 @@ class npy_header_parser {
         fail("expected ',' or '}' after the value of '" + key + "'");
     }
     ++i_;
+    skip_space();  // numpy pads the header with spaces and ends it with '\n'
+    if (i_ != s_.size())
+      fail("text after the closing '}': '" + std::string(s_.substr(i_, 40)) + "'");
     if (!seen_descr || !seen_order || !seen_shape)
       fail(std::string("the header lacks the key '") +
            (!seen_descr   ? "descr"

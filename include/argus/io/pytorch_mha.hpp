@@ -17,7 +17,8 @@
 // Everything is read and checked into a new module before the call returns it: a missing
 // tensor, a shape that does not fit, a float64 tensor for a float module, a bias the module
 // lacks (or lacks a bias it has) or add_bias_kv's bias_k/bias_v throw load_error naming the
-// file, the tensor and what was expected, and nothing is half-loaded.
+// file, the tensor and what was expected, and nothing is half-loaded. Values are loaded as
+// they are, a NaN or an infinity included (as torch's load_state_dict does).
 #pragma once
 
 #include <argus/expr/attention.hpp>

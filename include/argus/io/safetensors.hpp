@@ -96,8 +96,14 @@ class safetensors_file {
         if (!value.is_object())
           throw load_error(where +
                            ": malformed safetensors header: '__metadata__' is not an object");
-        for (const auto& [k, v] : value.items())
-          if (v.is_string()) metadata_[k] = v.get<std::string>();
+        for (const auto& [k, v] : value.items()) {
+          // The format's metadata maps strings to strings (its reference implementation
+          // refuses anything else); a value of another type was dropped silently before.
+          if (!v.is_string())
+            throw load_error(where + ": malformed safetensors header: '__metadata__' value of '" +
+                             k + "' is " + v.type_name() + ", not a string");
+          metadata_[k] = v.get<std::string>();
+        }
         continue;
       }
       std::string what = where;

@@ -22,6 +22,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 // The instruction set this translation unit is compiled for, as a namespace name.
 #if defined(__AVX512F__)
@@ -113,6 +114,29 @@ class isa_error : public std::runtime_error {
 };
 
 namespace dispatch_detail {
+/// The request as a message shows it: quoted, control characters and bytes outside printable
+/// ASCII as \xNN, at most 40 characters ("avx2 " with its space visible, no escape sequence
+/// sent to the terminal).
+inline std::string quoted_request(const std::string& s) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i == 40) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char digits[] = "0123456789abcdef";
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return out + "\"";
+}
+
 inline std::string isa_list(std::span<const isa> sets, bool (*keep)(isa)) {
   std::string out;
   for (auto it = sets.rbegin(); it != sets.rend(); ++it)
@@ -141,9 +165,9 @@ inline isa choose_isa(const char* request, std::span<const isa> held,
     throw isa_error("argus: this CPU can run none of the kernel library's instruction sets (" +
                     dispatch_detail::isa_list(held, nullptr) + ")");
   }
-  const std::string asked = request;
+  const std::string asked = dispatch_detail::quoted_request(request);
   for (const isa i : {isa::portable, isa::avx2, isa::avx512}) {
-    if (asked != isa_name(i)) continue;
+    if (std::string_view(request) != isa_name(i)) continue;
     if (!cpu_runs(i))
       throw isa_error(
           "argus: ARGUS_ISA=" + asked + " asks for code this CPU cannot run (it needs " +

@@ -132,6 +132,9 @@ BOOST_AUTO_TEST_CASE(npy_rejects_what_it_cannot_read_exactly) {
        "overflows"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }",
        "too large"},
+      // numpy takes nothing after the dict but the padding; this loaded before
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } GARBAGE",
+       "text after the closing '}': 'GARBAGE"},
   };
   for (const auto& [header, message] : headers) {
     write_npy(f, npy("<f4", {2, 3}, data, false, 1, header));
@@ -226,6 +229,11 @@ BOOST_AUTO_TEST_CASE(safetensors_rejects_malformed_and_truncated_files) {
       {"{\"__metadata__\": [1], \"a\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": "
        "[0, 16]}}",
        {"'__metadata__'"}},
+      // string to string, as the format's reference implementation reads it (a number was
+      // dropped silently before)
+      {"{\"__metadata__\": {\"format\": \"pt\", \"n\": 3}, \"a\": {\"dtype\": \"F32\", "
+       "\"shape\": [2, 2], \"data_offsets\": [0, 16]}}",
+       {"'__metadata__' value of 'n' is number, not a string"}},
   };
   for (const auto& [header, parts] : headers) {
     write_safetensors(f, good, header);

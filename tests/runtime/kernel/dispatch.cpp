@@ -94,14 +94,23 @@ BOOST_AUTO_TEST_CASE(choose_isa_runs_the_fastest_set_or_the_one_asked_for) {
   BOOST_TEST((choose_isa("avx2", all, runs_up_to_avx2) == isa::avx2));
   BOOST_TEST((choose_isa("avx512", all, runs_everything) == isa::avx512));
   BOOST_CHECK_EXCEPTION(choose_isa("avx512", all, runs_up_to_avx2), isa_error,
-                        says({"ARGUS_ISA=avx512", "cannot run", "avx512f", "avx2, portable"}));
+                        says({"ARGUS_ISA=\"avx512\"", "cannot run", "avx512f", "avx2, portable"}));
   BOOST_CHECK_EXCEPTION(choose_isa("avx2", portable_only, runs_everything), isa_error,
-                        says({"ARGUS_ISA=avx2", "built without", "holds: portable"}));
+                        says({"ARGUS_ISA=\"avx2\"", "built without", "holds: portable"}));
   BOOST_CHECK_EXCEPTION(
       choose_isa("AVX2", all, runs_everything), isa_error,
-      says({"ARGUS_ISA=AVX2", "names no instruction set", "portable, avx2 or avx512"}));
+      says({"ARGUS_ISA=\"AVX2\"", "names no instruction set", "portable, avx2 or avx512"}));
   BOOST_CHECK_EXCEPTION(choose_isa("sse9", all, runs_everything), isa_error,
-                        says({"ARGUS_ISA=sse9", "names no instruction set"}));
+                        says({"ARGUS_ISA=\"sse9\"", "names no instruction set"}));
+  // The request is shown quoted, a trailing space visible, a control character or a byte
+  // outside printable ASCII as \xNN (never sent raw to a terminal), at most 40 characters.
+  BOOST_CHECK_EXCEPTION(choose_isa("avx2 ", all, runs_everything), isa_error,
+                        says({"ARGUS_ISA=\"avx2 \" names no instruction set"}));
+  BOOST_CHECK_EXCEPTION(choose_isa("avx2\n\x1b[31m\xc3\xa9", all, runs_everything), isa_error,
+                        says({"ARGUS_ISA=\"avx2\\x0a\\x1b[31m\\xc3\\xa9\" names"}));
+  const std::string long_request(100000, 'a');
+  BOOST_CHECK_EXCEPTION(choose_isa(long_request.c_str(), all, runs_everything), isa_error,
+                        says({"ARGUS_ISA=\"" + std::string(40, 'a') + "...\" names"}));
   BOOST_CHECK_EXCEPTION(
       choose_isa(nullptr, all, runs_nothing), isa_error,
       says({"none of the kernel library's instruction sets", "avx512, avx2, portable"}));
