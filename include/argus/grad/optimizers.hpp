@@ -145,6 +145,29 @@ void check_step_storage(const char* op, Module& m, const G& g,
       state...);
 }
 
+/// The rules of every optimiser's step(m, g), in order: m is a non-const lvalue of the
+/// optimiser's Module, g that module's gradients. Reports the first broken one (one
+/// static_assert, so one misuse is one error: a constraint on m would only say "no matching
+/// function") and gives false; true when both hold. A new optimiser's step starts with it.
+template <class Module, class M, class G>
+constexpr bool step_accepted() {
+  if constexpr (!module_is_the_optimizers_module<M, Module>) {
+    static_assert(module_is_the_optimizers_module<M, Module>,
+                  "module_is_the_optimizers_module: an optimiser's step(m, g) (argus::sgd, "
+                  "argus::adam) updates m in place: m is a non-const lvalue of the optimiser's "
+                  "Module");
+    return false;
+  } else if constexpr (!gradients_are_of_the_module<G, Module>) {
+    static_assert(gradients_are_of_the_module<G, Module>,
+                  "gradients_are_of_the_module: an optimiser's step(m, g) (argus::sgd, "
+                  "argus::adam): g is backward(...) of a tape of a module of the optimiser's "
+                  "Module");
+    return false;
+  } else {
+    return true;
+  }
+}
+
 }  // namespace detail
 
 /// Stochastic gradient descent with momentum: v ← momentum·v + g, w ← w − rate·v
@@ -159,22 +182,12 @@ struct sgd {
   detail::parameter_state<Module> velocity{};
 
   /// Updates m's parameters from g = backward(...) of a tape of m. m is a non-const Module
-  /// (module_is_the_optimizers_module) and g its gradients (gradients_are_of_the_module): one
-  /// static_assert names the first broken rule and nothing more is compiled, so one misuse is
-  /// one error (a constraint on m would only say "no matching function"). Throws
-  /// std::invalid_argument for a bad hyper-parameter and shape_error for a tensor without
-  /// storage, before writing anything.
+  /// and g its gradients (detail::step_accepted names the first broken rule, and nothing more
+  /// is compiled). Throws std::invalid_argument for a bad hyper-parameter and shape_error for
+  /// a tensor without storage, before writing anything.
   template <class M, class G>
   void step(M&& m, const G& g) {
-    if constexpr (!module_is_the_optimizers_module<M, Module>) {
-      static_assert(module_is_the_optimizers_module<M, Module>,
-                    "module_is_the_optimizers_module: argus::sgd<Module>::step(m, g) updates m in "
-                    "place: m is a non-const lvalue of type Module");
-    } else if constexpr (!gradients_are_of_the_module<G, Module>) {
-      static_assert(gradients_are_of_the_module<G, Module>,
-                    "gradients_are_of_the_module: argus::sgd<Module>::step(m, g): g is "
-                    "backward(...) of a tape of a module of type Module");
-    } else {
+    if constexpr (detail::step_accepted<Module, M, G>()) {
       constexpr const char* op = "argus::sgd::step";
       detail::check_rate(op, rate);
       detail::check_decay(op, "momentum", momentum);
@@ -213,22 +226,12 @@ struct adam {
   detail::parameter_state<Module> second{};
 
   /// Updates m's parameters from g = backward(...) of a tape of m. m is a non-const Module
-  /// (module_is_the_optimizers_module) and g its gradients (gradients_are_of_the_module): one
-  /// static_assert names the first broken rule and nothing more is compiled, so one misuse is
-  /// one error (a constraint on m would only say "no matching function"). Throws
-  /// std::invalid_argument for a bad hyper-parameter and shape_error for a tensor without
-  /// storage, before writing anything (steps included).
+  /// and g its gradients (detail::step_accepted names the first broken rule, and nothing more
+  /// is compiled). Throws std::invalid_argument for a bad hyper-parameter and shape_error for
+  /// a tensor without storage, before writing anything (steps included).
   template <class M, class G>
   void step(M&& m, const G& g) {
-    if constexpr (!module_is_the_optimizers_module<M, Module>) {
-      static_assert(module_is_the_optimizers_module<M, Module>,
-                    "module_is_the_optimizers_module: argus::adam<Module>::step(m, g) updates m in "
-                    "place: m is a non-const lvalue of type Module");
-    } else if constexpr (!gradients_are_of_the_module<G, Module>) {
-      static_assert(gradients_are_of_the_module<G, Module>,
-                    "gradients_are_of_the_module: argus::adam<Module>::step(m, g): g is "
-                    "backward(...) of a tape of a module of type Module");
-    } else {
+    if constexpr (detail::step_accepted<Module, M, G>()) {
       constexpr const char* op = "argus::adam::step";
       detail::check_rate(op, rate);
       detail::check_decay(op, "beta1", beta1);

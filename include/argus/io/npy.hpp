@@ -225,8 +225,12 @@ class npy_directory {
   }
   /// The tensor in <dir>/<name>.npy; load_error when the file is missing or unreadable.
   stored_tensor read(const std::string& name) const {
-    if (!contains(name))
-      throw load_error(origin(name) + ": missing tensor '" + name + "' (no such file)");
+    if (!contains(name)) {
+      std::error_code ec;
+      throw load_error(
+          origin(name) + ": missing tensor '" + name + "' (" +
+          (std::filesystem::exists(path(name), ec) ? "not a regular file" : "no such file") + ")");
+    }
     return read_npy(path(name), name);
   }
 

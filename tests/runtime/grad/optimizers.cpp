@@ -3,6 +3,7 @@
 // step makes before it writes anything (hyper-parameters, tensors without storage), and the
 // rules it checks at compile time.
 #define BOOST_TEST_MODULE unit.grad.optimizers
+#include "../../support/messages.hpp"
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 #include <argus/grad/optimizers.hpp>
@@ -52,18 +53,7 @@ bool same_parameters(const M& a, const M& b) {
          same(a.b_q, b.b_q) && same(a.b_k, b.b_k) && same(a.b_v, b.b_v) && same(a.b_o, b.b_o);
 }
 
-/// A predicate for BOOST_CHECK_EXCEPTION: the message contains every one of `parts`.
-auto says(std::vector<std::string> parts) {
-  return [parts](const std::exception& e) {
-    const std::string what = e.what();
-    for (const std::string& p : parts)
-      if (what.find(p) == std::string::npos) {
-        BOOST_TEST_MESSAGE("the message \"" << what << "\" lacks \"" << p << "\"");
-        return false;
-      }
-    return true;
-  };
-}
+using argus::test::says;
 
 constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
 constexpr double infinity = std::numeric_limits<double>::infinity();

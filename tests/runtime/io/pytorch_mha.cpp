@@ -7,6 +7,7 @@
 // labels: memory
 #define BOOST_TEST_MODULE unit.io.pytorch_mha
 #include "support/golden_mha.hpp"
+#include "support/messages.hpp"
 #include "support/tensor_files.hpp"
 #include <argus/argus.hpp>
 #include <argus/io/npy.hpp>
@@ -30,15 +31,7 @@ using namespace argus::test;
 namespace {
 
 void expect_load_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const load_error& e) {
-    const std::string what = e.what();
-    for (const std::string& p : parts)
-      BOOST_TEST(what.find(p) != std::string::npos, "'" << p << "' in: " << what);
-    return;
-  }
-  BOOST_ERROR("no load_error thrown; expected one mentioning '" << parts.front() << "'");
+  BOOST_TEST(argus::test::throws_naming<load_error>(f, parts));
 }
 
 /// The transpose of a row-major (rows, cols) matrix.

@@ -28,6 +28,7 @@ std::vector<float> gemm_through_its_header_alone(const std::vector<float>& a,
 #include "argus/bench/peak.hpp"
 #include "argus/eval/explain.hpp"
 #include "argus/kernel/instances.hpp"
+#include "support/messages.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -67,18 +68,7 @@ bool runs_up_to_avx2(isa i) { return i != isa::avx512; }
 bool runs_everything(isa) { return true; }
 bool runs_nothing(isa) { return false; }
 
-/// A predicate for BOOST_CHECK_EXCEPTION: the message contains every one of `parts`.
-auto says(std::vector<std::string> parts) {
-  return [parts](const isa_error& e) {
-    const std::string what = e.what();
-    for (const std::string& p : parts)
-      if (what.find(p) == std::string::npos) {
-        BOOST_TEST_MESSAGE("the message \"" << what << "\" lacks \"" << p << "\"");
-        return false;
-      }
-    return true;
-  };
-}
+using argus::test::says;
 
 BOOST_AUTO_TEST_CASE(choose_isa_runs_the_fastest_set_or_the_one_asked_for) {
   using argus::kernel::choose_isa;

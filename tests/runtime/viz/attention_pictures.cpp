@@ -6,6 +6,7 @@
 // writers' reports of a failed write, which leaves the file it would replace as it was; labels
 // that are not UTF-8, or cut inside a character, still give UTF-8 text.
 #define BOOST_TEST_MODULE unit.viz.attention_pictures
+#include "support/messages.hpp"
 #include "support/tensor_files.hpp"
 #include <argus/argus.hpp>
 #include <argus/viz/attention_map.hpp>
@@ -134,26 +135,7 @@ argus::attention_map uniform_map(std::size_t heads, std::size_t seq_q, std::size
   return m;
 }
 
-/// True when calling f throws E whose what() contains every one of `parts`.
-template <class E>
-bool throws_naming(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const E& e) {
-    const std::string what = e.what();
-    for (const auto& p : parts)
-      if (what.find(p) == std::string::npos) {
-        BOOST_TEST_MESSAGE("\"" << what << "\" does not contain \"" << p << "\"");
-        return false;
-      }
-    return true;
-  } catch (const std::exception& e) {
-    BOOST_TEST_MESSAGE("wrong exception: " << e.what());
-    return false;
-  }
-  BOOST_TEST_MESSAGE("nothing thrown");
-  return false;
-}
+using argus::test::throws_naming;
 
 // The renderers take an attention_map and nothing else; a rejected map (its error already
 // reported) is accepted silently, so that one misuse gives one compile error.
