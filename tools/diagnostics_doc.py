@@ -83,8 +83,13 @@ def main():
             rule = next((r for t, r in exp if t == "expect"), None)
             at = next((i + 1 for i, l in enumerate(lines) if rule and cmake_regex(rule).search(l)), 0)
             row += [at, len(lines)]
-            if rc == 0 or not rule or at == 0 or at > 10 or len(lines) > 25:
-                problems.append(f"{stem} ({compiler}): rc {rc}, rule at line {at} of {len(lines)}")
+            # One misuse, one error, as the harness checks (check_compile_fail.cmake).
+            errors = len(re.findall(r"^.*:\d+:\d+: (?:fatal )?error: ", output, re.M))
+            wanted = re.search(r"//\s*expect-errors:\s*(\d+)", sources[stem])
+            wanted = int(wanted.group(1)) if wanted else 1
+            if rc == 0 or not rule or at == 0 or at > 10 or len(lines) > 25 or errors != wanted:
+                problems.append(f"{stem} ({compiler}): rc {rc}, rule at line {at} of {len(lines)}, "
+                                f"{errors} error(s)")
         rows.append(row)
     gcc_at = [r[1] for r in rows]
     clang_at = [r[3] for r in rows]
