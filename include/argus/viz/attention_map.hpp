@@ -223,7 +223,7 @@ namespace detail {
 /// Where everything goes, in pixels; text is 6 px per character and 10 px per line (the
 /// PNG's bitmap font; the SVG uses a 10 px monospace font of about the same width). The
 /// picture's size is computed in 64 bits and `fits` says whether it is one a renderer draws
-/// (check_attention_map throws otherwise); the int fields hold only when it does.
+/// (check_attention_picture throws otherwise); the int fields hold only when it does.
 struct picture_layout {
   /// The largest picture: each side at most 2^16 pixels, and its rows of RGB (3 bytes a pixel
   /// and the PNG filter byte) at most INT_MAX bytes, the most stb's PNG encoder sizes (it
@@ -314,9 +314,8 @@ inline std::string clipped(const std::string& s, std::size_t n) {
 
 /// Throws unless m is a map the renderers can draw: shape_error when its sizes disagree
 /// (weights, query_labels, key_labels against heads, seq_q, seq_kv), std::invalid_argument
-/// when columns is 0 or scale_max is not positive and finite, or when the picture would exceed
-/// picture_layout's bounds (its size named). make_attention_map's maps pass but the last;
-/// an attention_map is an aggregate with public fields, so a hand-built or edited one
+/// when columns is 0 or scale_max is not positive and finite. make_attention_map's maps always
+/// pass; an attention_map is an aggregate with public fields, so a hand-built or edited one
 /// is checked here, once, at each renderer's entry, before anything reads past its vectors.
 /// op names the renderer ("argus::attention_svg").
 inline void check_attention_map(const char* op, const attention_map& m) {
@@ -338,6 +337,12 @@ inline void check_attention_map(const char* op, const attention_map& m) {
     throw std::invalid_argument(std::string(op) + ": scale_max is " + number_text(m.scale_max) +
                                 "; the top of an attention_map's colour scale must be positive " +
                                 "and finite");
+}
+
+/// check_attention_map, and for the pictures (SVG, PNG, not text) std::invalid_argument naming
+/// the picture's size when it exceeds picture_layout's bounds.
+inline void check_attention_picture(const char* op, const attention_map& m) {
+  check_attention_map(op, m);
   const picture_layout l(m);
   if (!l.fits) {
     const std::string size =

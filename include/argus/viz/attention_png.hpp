@@ -146,7 +146,7 @@ inline std::vector<char> png_bytes(const char* op, const rgb_image& img) {
 /// m, an attention_map, drawn as an RGB raster: the same picture as attention_svg(m). Anything
 /// else does not compile, the error naming argument_is_an_attention_map. Throws shape_error or
 /// std::invalid_argument, naming the field, when m's fields disagree, and std::invalid_argument
-/// when the picture would be too large (detail::check_attention_map).
+/// when the picture would be too large (detail::check_attention_picture).
 template <class M>
 rgb_image render_attention(const M& m) {
   if constexpr (!argument_is_an_attention_map<M>) {
@@ -155,7 +155,7 @@ rgb_image render_attention(const M& m) {
                   "attention_map: pass argus::make_attention_map(w)");
     return rgb_image(0, 0, rgb{});
   } else {
-    detail::check_attention_map("argus::render_attention", m);
+    detail::check_attention_picture("argus::render_attention", m);
     return detail::raster(m);
   }
 }
@@ -174,7 +174,7 @@ void write_attention_png(const std::filesystem::path& file, const M& m) {
                   "attention_map: pass argus::make_attention_map(w)");
   } else {
     constexpr const char* op = "argus::write_attention_png";
-    detail::check_attention_map(op, m);
+    detail::check_attention_picture(op, m);
     const std::vector<char> png = detail::png_bytes(op, detail::raster(m));
     detail::write_file(op, file, png.data(), png.size());
   }

@@ -169,7 +169,7 @@ inline std::string svg_document(const attention_map& m) {
 /// The SVG document of m, an attention_map (anything else does not compile, the error naming
 /// argument_is_an_attention_map). Throws shape_error or std::invalid_argument, naming the
 /// field, when m's fields disagree, and std::invalid_argument when the picture would be too
-/// large (detail::check_attention_map).
+/// large (detail::check_attention_picture).
 template <class M>
 std::string attention_svg(const M& m) {
   if constexpr (!argument_is_an_attention_map<M>) {
@@ -178,7 +178,7 @@ std::string attention_svg(const M& m) {
                   "pass argus::make_attention_map(w)");
     return {};
   } else {
-    detail::check_attention_map("argus::attention_svg", m);
+    detail::check_attention_picture("argus::attention_svg", m);
     return detail::svg_document(m);
   }
 }
@@ -197,7 +197,7 @@ void write_attention_svg(const std::filesystem::path& file, const M& m) {
                   "argument_is_an_attention_map: argus::write_attention_svg(path, m) draws an "
                   "attention_map: pass argus::make_attention_map(w)");
   } else {
-    detail::check_attention_map("argus::write_attention_svg", m);
+    detail::check_attention_picture("argus::write_attention_svg", m);
     const std::string doc = detail::svg_document(m);
     detail::write_file("argus::write_attention_svg", file, doc.data(), doc.size());
   }

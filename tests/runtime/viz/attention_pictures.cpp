@@ -450,6 +450,9 @@ BOOST_AUTO_TEST_CASE(a_picture_too_large_to_draw_is_an_error_not_an_overflow) {
         throws_naming<std::invalid_argument>([&] { (void)argus::render_attention(c.m); }, render));
     BOOST_TEST(!std::filesystem::exists(dir.path() / "large.png"));
   }
+  // Text has no pixels: the one-row map of 17 000 keys is text of 17 000 cells in a line.
+  const std::string long_line = argus::attention_text(cases[0].m, argus::text_style::ascii);
+  BOOST_TEST(long_line.size() > 2 * 17000u);
   // Within the bounds: 1 x 16 000 keys, 64 126 pixels wide, is drawn.
   const argus::rgb_image wide = argus::render_attention(uniform_map(1, 1, 16000, 4));
   BOOST_TEST(wide.width > 64000);
