@@ -99,9 +99,15 @@ class safetensors_file {
         for (const auto& [k, v] : value.items()) {
           // The format's metadata maps strings to strings (its reference implementation
           // refuses anything else); a value of another type was dropped silently before.
-          if (!v.is_string())
-            throw load_error(where + ": malformed safetensors header: '__metadata__' value of '" +
-                             k + "' is " + v.type_name() + ", not a string");
+          if (!v.is_string()) {
+            std::string what = where;
+            what += ": malformed safetensors header: '__metadata__' value of '";
+            what += k;
+            what += "' is ";
+            what += v.type_name();
+            what += ", not a string";
+            throw load_error(what);
+          }
           metadata_[k] = v.get<std::string>();
         }
         continue;
