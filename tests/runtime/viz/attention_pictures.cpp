@@ -4,7 +4,9 @@
 // text (each style's cells and scale); the checks at each renderer's entry (a hand-built map
 // whose fields disagree, an option out of range, a picture too large to draw) and the
 // writers' reports of a failed write, which leaves the file it would replace as it was; labels
-// that are not UTF-8, or cut inside a character, still give UTF-8 text.
+// that are not UTF-8, or cut inside a character, still give UTF-8 text. Label memory: the
+// raster, stb's PNG buffer and the writes run under ASan+UBSan too.
+// labels: memory
 #define BOOST_TEST_MODULE unit.viz.attention_pictures
 #include "support/messages.hpp"
 #include "support/tensor_files.hpp"
