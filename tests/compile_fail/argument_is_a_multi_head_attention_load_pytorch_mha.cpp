@@ -7,6 +7,8 @@
 #include <argus/io/pytorch_mha.hpp>
 #include <argus/io/safetensors.hpp>
 
+#include <type_traits>
+
 using mha = argus::multi_head_attention<64, 8>;
 
 void load(const argus::safetensors_file& weights) {
@@ -14,7 +16,12 @@ void load(const argus::safetensors_file& weights) {
   (void)m;
 #ifdef ARGUS_EXPECT_COMPILE_ERROR
   const auto misuse = argus::load_pytorch_mha<int>(weights);  // not a module type
-  (void)misuse;
+  // What it returned is taken silently (before, each of these was a second error).
+  const auto served = argus::prepack(misuse);
+  const argus::prepacked_attention packed(misuse);
+  argus::adam<std::remove_cv_t<decltype(misuse)>> opt;
+  argus::sgd<std::remove_cv_t<decltype(misuse)>> plain;
+  (void)served, (void)packed, (void)opt, (void)plain;
 #endif
 }
 

@@ -28,6 +28,12 @@ concept heads_divide_d_model = Heads != 0 && DModel % (DKDerived ? Heads : 1) ==
 template <std::size_t Heads, std::size_t KVHeads>
 concept kv_heads_divide_heads = KVHeads != 0 && Heads % KVHeads == 0;
 
+/// m.forward(...) and forward_for_training(m, ...) keep references to m's weights (the
+/// expression, the tape): m is a named module (an lvalue), never a temporary, gone at the end of
+/// the statement. ModuleRef is how the call received m.
+template <class ModuleRef>
+concept module_is_not_a_temporary = std::is_lvalue_reference_v<ModuleRef>;
+
 /// Model widths (d_model, kdim, vdim, heads, head widths) are compile-time extents; only batch
 /// and seq may be run-time (dyn).
 template <std::size_t Width>

@@ -60,6 +60,10 @@ concept argument_is_an_evaluation_policy = EvaluationPolicy<P>;
 /// evaluate(e, policy, out): out is a tensor<T, S> of e's value type T and shape type S.
 template <class Out, class T, class S>
 concept output_is_a_tensor_of_the_expression_shape = std::is_same_v<Out, tensor<T, S>>;
+/// evaluate(e, policy, out): out is a named tensor, which keeps the result; OutRef is how the
+/// call received it.
+template <class OutRef>
+concept output_is_not_a_temporary = std::is_lvalue_reference_v<OutRef>;
 
 namespace detail {
 /// The entry points that take (expression, policy): their rules are the same, their messages
@@ -99,6 +103,34 @@ constexpr bool evaluation_accepted() {
 }
 }  // namespace detail
 
+namespace detail {
+/// What evaluate(e) without a policy names in its report (a type that is no policy, dependent
+/// on E so that the report waits for a call).
+template <class E>
+struct missing_policy {};
+}  // namespace detail
+
+/// evaluate(e) without a policy: reported (argument_is_an_evaluation_policy), once.
+template <class E>
+detail::rejected evaluate(const E&) {
+  static_assert(
+      detail::any_rejected<E> || argument_is_an_evaluation_policy<detail::missing_policy<E>>,
+      "argument_is_an_evaluation_policy: argus::evaluate(e, policy) takes a policy "
+      "after e: argus::fused or argus::unfused");
+  return {};
+}
+
+/// evaluate(e, policy, out) into a temporary (`evaluate(e, p, tensor<T, S>(...))`): the result
+/// would be gone at the end of the statement. Reported (output_is_not_a_temporary), once.
+template <class E, class P, class Out>
+  requires(!std::is_lvalue_reference_v<Out>)
+void evaluate(const E&, P, Out&&) {
+  static_assert(detail::any_rejected<E, Out> || output_is_not_a_temporary<Out&&>,
+                "output_is_not_a_temporary: argus::evaluate(e, policy, out) writes the result into "
+                "out, a named tensor (a temporary is gone at the end of the statement, and the "
+                "result with it)");
+}
+
 /// The value of expression e, computed under policy p, as a new tensor.
 template <class E, class P>
 auto evaluate(const E& e, P) {
@@ -121,7 +153,15 @@ auto evaluate(const E& e, P) {
 /// extents must be e's; otherwise shape_error is thrown and out is untouched.
 template <class E, class P, class Out>
 void evaluate(const E& e, P p, Out& out) {
-  if constexpr (!detail::evaluation_accepted<detail::policy_entry::evaluate, E, P>()) {
+  // Out rejected: its error is already reported. (One condition: evaluation_accepted, which
+  // reports e's first broken rule, is instantiated only when out is no rejected value.)
+  constexpr bool accepted = [] {
+    if constexpr (detail::any_rejected<Out>)
+      return false;
+    else
+      return detail::evaluation_accepted<detail::policy_entry::evaluate, E, P>();
+  }();
+  if constexpr (!accepted) {
     return;
   } else if constexpr (!output_is_a_tensor_of_the_expression_shape<Out, typename E::value_type,
                                                                    typename E::shape_type>) {

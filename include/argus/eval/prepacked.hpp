@@ -68,7 +68,7 @@ struct prepacked_members<Module, false> {
 /// module's. Module is a multi_head_attention<...>.
 template <class Module>
 class prepacked_attention {
-  static_assert(MultiHeadAttentionModule<Module>,
+  static_assert(MultiHeadAttentionModule<Module> || detail::is_rejected<Module>,
                 "argument_is_a_multi_head_attention: argus::prepacked_attention<Module> packs the "
                 "weights of an argus::multi_head_attention; Module is not one");
   using members = detail::prepacked_members<Module>;
@@ -98,16 +98,27 @@ class prepacked_attention {
   /// Module is not a multi_head_attention: the class's static_assert has said so, and this
   /// constructor takes the arguments silently rather than add a second error.
   template <class... Args>
-  explicit prepacked_attention(Args&&...) requires(!MultiHeadAttentionModule<Module>) {}
+  explicit prepacked_attention(Args&&...) requires(!MultiHeadAttentionModule<Module>)
+      : w_q{}, w_k{}, w_v{}, w_o{}, b_q{}, b_k{}, b_v{}, b_o{} {}
 
   /// As Module::forward: forward(x, masks...) or forward(x_q, x_k, x_v, masks...), the same
   /// rules, the same expression, with the packed weights.
   template <class... Args>
-  auto forward(Args&&... args) const {
+  auto forward(Args&&... args) const& {
     if constexpr (forward_accepted<Args...>())
       return Module::forward_with(*this, std::forward<Args>(args)...);
     else
       return detail::rejected{};  // reported by the class's or Module::forward's static_assert
+  }
+  /// forward on a temporary (`prepack(m).forward(x)`): the expression would hold packed
+  /// weights gone at the end of the statement. Reported (module_is_not_a_temporary), once.
+  template <class... Args>
+  detail::rejected forward(Args&&...) const&& {
+    static_assert(module_is_not_a_temporary<const prepacked_attention&&>,
+                  "module_is_not_a_temporary: served.forward(...) gives an expression that holds "
+                  "the packed weights by reference; name the prepacked_attention first (a "
+                  "temporary is gone at the end of the statement)");
+    return {};
   }
 
   /// Whether forward(args...) is accepted; Module::forward_accepted reports its first broken
@@ -147,7 +158,9 @@ prepacked_attention(const Module&) -> prepacked_attention<Module>;
 /// The module's weights packed once, for inference: prepacked_attention<Module>(m).
 template <class Module>
 auto prepack(const Module& m) {
-  if constexpr (!MultiHeadAttentionModule<Module>) {
+  if constexpr (detail::is_rejected<Module>) {
+    return detail::rejected{};  // m's error is already reported
+  } else if constexpr (!MultiHeadAttentionModule<Module>) {
     static_assert(MultiHeadAttentionModule<Module>,
                   "argument_is_a_multi_head_attention: prepack(m) packs the weights of an "
                   "argus::multi_head_attention");

@@ -174,11 +174,22 @@ class multi_head_attention {
   /// first broken one is the compile error. The module must outlive the expression: it holds
   /// the weights by reference.
   template <class... Args>
-  auto forward(Args&&... args) const {
+  auto forward(Args&&... args) const& {
     if constexpr (!forward_accepted<true, Args...>(detail::mask_positions<Args...>{}))
       return detail::rejected{};
     else
       return forward_with(*this, std::forward<Args>(args)...);
+  }
+  /// forward on a temporary module (`multi_head_attention<...>{}.forward(x)`): the expression
+  /// would hold the weights of a module gone at the end of the statement. Reported
+  /// (module_is_not_a_temporary), once.
+  template <class... Args>
+  detail::rejected forward(Args&&...) const&& {
+    static_assert(module_is_not_a_temporary<const multi_head_attention&&>,
+                  "module_is_not_a_temporary: m.forward(...) gives an expression that holds m's "
+                  "weights by reference; name the module first (a temporary is gone at the end "
+                  "of the statement)");
+    return {};
   }
 
  private:

@@ -39,11 +39,17 @@ namespace argus {
 template <class Module>
 concept argument_is_a_multi_head_attention = MultiHeadAttentionModule<Module>;
 
-/// opt.step(m, g): g = backward(...) of a tape of a module of m's type.
+/// opt.step(m, g): g = backward(...) of a tape of a module of m's type (its parameters'
+/// gradients of the module's parameters' types; a tape has the module_type but no gradients).
 template <class G, class Module>
-concept gradients_are_of_the_module = requires {
+concept gradients_are_of_the_module = requires(const G& g) {
   typename G::module_type;
   requires std::is_same_v<typename G::module_type, Module>;
+  requires std::is_same_v < std::remove_cvref_t<decltype(g.w_q)>,
+  decltype(Module::w_q) >
+      &&std::is_same_v<std::remove_cvref_t<decltype(g.w_k)>, decltype(Module::w_k)>&&
+          std::is_same_v<std::remove_cvref_t<decltype(g.w_v)>, decltype(Module::w_v)>&&
+              std::is_same_v<std::remove_cvref_t<decltype(g.w_o)>, decltype(Module::w_o)>;
 };
 
 /// opt.step(m, g) updates m in place: m is a non-const lvalue of the optimiser's Module. Arg is
@@ -174,7 +180,7 @@ constexpr bool step_accepted() {
 /// (PyTorch's SGD with dampening 0; momentum 0 is plain SGD).
 /// Hyper-parameters, checked by step: rate finite and >= 0, momentum in [0, 1).
 template <class Module>
-  requires argument_is_a_multi_head_attention<Module>
+  requires(argument_is_a_multi_head_attention<Module> || detail::is_rejected<Module>)
 struct sgd {
   using value_type = typename Module::value_type;
   value_type rate = value_type(0.01);
@@ -214,7 +220,7 @@ struct sgd {
 /// Hyper-parameters, checked by step: rate finite and >= 0, beta1 and beta2 in [0, 1),
 /// epsilon finite and > 0 (at 0 a zero gradient divides 0 by 0).
 template <class Module>
-  requires argument_is_a_multi_head_attention<Module>
+  requires(argument_is_a_multi_head_attention<Module> || detail::is_rejected<Module>)
 struct adam {
   using value_type = typename Module::value_type;
   value_type rate = value_type(0.001);
@@ -261,6 +267,23 @@ struct adam {
   /// so that one misuse is one error.
   template <class M>
   void step(M&&, detail::rejected) {}
+};
+
+/// The optimisers of a rejected module (`sgd<decltype(m)>` where m's error is already
+/// reported): their hyper-parameters, and a step that does nothing, silently, so that one
+/// misuse is one error.
+template <>
+struct sgd<detail::rejected> {
+  double rate = 0.01, momentum = 0;
+  template <class M, class G>
+  void step(M&&, const G&) {}
+};
+template <>
+struct adam<detail::rejected> {
+  double rate = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  std::size_t steps = 0;
+  template <class M, class G>
+  void step(M&&, const G&) {}
 };
 
 }  // namespace argus

@@ -427,7 +427,9 @@ namespace detail {
 /// message (one misuse, one error); true when it breaks none.
 template <class DOut, class Out>
 constexpr bool dout_accepted() {
-  if constexpr (!operand_is_a_tensor_view_or_expression<DOut>) {
+  if constexpr (any_rejected<DOut>) {
+    return false;  // dout's error is already reported
+  } else if constexpr (!operand_is_a_tensor_view_or_expression<DOut>) {
     static_assert(operand_is_a_tensor_view_or_expression<DOut>,
                   "operand_is_a_tensor_view_or_expression: argus::backward(tape, dout, policy): "
                   "dout = dL/d(out) is a tensor, a tensor_view or an expression");
@@ -485,8 +487,8 @@ constexpr auto forward_argument_positions() {
     if (i < inputs || mask[i]) at[c++] = i;
   return at;
 }
-/// m.forward(args[at[0]], args[at[1]], ...), each an lvalue (the tape copies the inputs, so
-/// a temporary input is fine here).
+/// m.forward(args[at[0]], args[at[1]], ...), each an lvalue (forward_for_training has
+/// rejected temporary tensors before: the tape keeps the inputs by reference).
 template <auto At, class Module, class Args, std::size_t... I>
 auto forward_at(const Module& m, const Args& args, std::index_sequence<I...>) {
   return m.forward(std::get<At[I]>(args)...);
@@ -522,6 +524,12 @@ auto forward_for_training(const Module& m, P p, Args&&... args) {
     static_assert(detail::options_follow_inputs<Args...>(),
                   "argus::forward_for_training(m, policy, inputs..., options...): after the "
                   "inputs come only masks and at most one argus::dropout");
+    return detail::rejected{};
+  } else if constexpr (!(operand_is_not_a_temporary_tensor<Args> && ...)) {
+    static_assert((operand_is_not_a_temporary_tensor<Args> && ...),
+                  "operand_is_not_a_temporary_tensor: argus::forward_for_training(m, policy, "
+                  "inputs...): the tape keeps the inputs by reference for backward(); name each "
+                  "input tensor first (a temporary is gone at the end of the statement)");
     return detail::rejected{};
   } else {
     // Without a dropout, m.forward takes the arguments as they are: its report of a broken
@@ -751,13 +759,22 @@ struct attention_tape_access {
   }
 };
 
+}  // namespace detail
+
+/// forward_for_training(e, policy) trains an attention core: attend(softmax(scores(q, k) with
+/// at most one mask of each kind), v), or merge_heads of one.
+template <class E>
+concept expression_is_an_attention_core = bool(detail::trainable_core<E>::ok);
+
+namespace detail {
 /// Reports (static_assert) why e is not an attention core forward_for_training can train.
 template <class E>
 constexpr bool trainable_expression() {
-  static_assert(trainable_core<E>::ok,
-                "argus::forward_for_training(e, policy): e is an attention core attend(softmax("
-                "scores(q, k) with at most one mask of each kind), v), or merge_heads of one");
-  return trainable_core<E>::ok;
+  static_assert(expression_is_an_attention_core<E>,
+                "expression_is_an_attention_core: argus::forward_for_training(e, policy): e is an "
+                "attention core attend(softmax(scores(q, k) with at most one mask of each kind), "
+                "v), or merge_heads of one");
+  return expression_is_an_attention_core<E>;
 }
 
 template <class... Os>
@@ -781,8 +798,26 @@ auto forward_for_training(const E& e, P p, const Os&... os) {
     detail::attention_tape_access::forward(tape, p);
     return tape;
   } else {
-    std::terminate();  // not reached: the static_assert in trainable_expression has failed
+    // trainable_expression has reported it; backward() takes the marker silently (a void
+    // return made `auto tape = ...` a second error).
+    return detail::rejected{};
   }
+}
+
+/// forward_for_training of a temporary module (`forward_for_training(mha_t{}, ...)`): the tape
+/// keeps a reference to the module, whose weights backward() reads again. Reported
+/// (module_is_not_a_temporary), once.
+// clang-format off
+template <class Module, class P, class... Args>
+  requires(!std::is_lvalue_reference_v<Module> &&
+           detail::is_attention_module<std::remove_cv_t<Module>>)
+detail::rejected forward_for_training(Module&&, P, Args&&...) {
+  // clang-format on
+  static_assert(module_is_not_a_temporary<Module&&>,
+                "module_is_not_a_temporary: argus::forward_for_training(m, policy, ...) keeps a "
+                "reference to m, whose weights backward() reads; name the module first (a "
+                "temporary is gone at the end of the statement)");
+  return {};
 }
 
 /// forward_for_training's first argument: a multi_head_attention, or an attention core written
@@ -897,6 +932,51 @@ detail::rejected forward_for_training(detail::rejected, P, const Os&...) {
 }
 template <class DOut, EvaluationPolicy P>
 detail::rejected backward(detail::rejected, const DOut&, P) {
+  return {};
+}
+
+/// backward's first argument: what forward_for_training returned.
+template <class Tape>
+concept argument_is_a_training_tape = bool(detail::is_training_tape<Tape>::value ||
+                                           detail::is_attention_training_tape<Tape>::value);
+/// backward(tape, dout, policy): three arguments, the last a policy.
+template <std::size_t Count>
+concept backward_takes_a_tape_dout_and_policy = Count == 3;
+
+namespace detail {
+/// Whether backward(tape, args...) is one of the forms above (a tape, or a rejected one, then
+/// dout and a policy).
+template <class Tape, class... Args>
+constexpr bool backward_form() {
+  if constexpr (sizeof...(Args) != 2) {
+    return false;
+  } else {
+    using P = std::remove_cvref_t<std::tuple_element_t<1, std::tuple<Args...>>>;
+    return EvaluationPolicy<P> && (argument_is_a_training_tape<Tape> || is_rejected<Tape>);
+  }
+}
+}  // namespace detail
+
+/// backward with arguments no form above takes (an expression or a module for the tape, no
+/// policy, a flag for it): reports the first broken rule, as the only error, where the
+/// compilers listed the candidates' constraints.
+template <class Tape, class... Args>
+  requires(!detail::backward_form<Tape, Args...>())
+detail::rejected backward(const Tape&, const Args&...) {
+  if constexpr (!argument_is_a_training_tape<Tape> && !detail::is_rejected<Tape>) {
+    static_assert(argument_is_a_training_tape<Tape>,
+                  "argument_is_a_training_tape: argus::backward(tape, dout, policy) takes the tape "
+                  "that argus::forward_for_training(m or e, policy, ...) returned");
+  } else if constexpr (!backward_takes_a_tape_dout_and_policy<1 + sizeof...(Args)>) {
+    static_assert(backward_takes_a_tape_dout_and_policy<1 + sizeof...(Args)>,
+                  "backward_takes_a_tape_dout_and_policy: argus::backward(tape, dout, policy) "
+                  "takes dout = dL/d(out) and a policy, argus::fused or argus::unfused");
+  } else {
+    using P = std::remove_cvref_t<std::tuple_element_t<1, std::tuple<Args...>>>;
+    static_assert(argument_is_an_evaluation_policy<P>,
+                  "argument_is_an_evaluation_policy: argus::backward(tape, dout, policy) takes "
+                  "argus::fused or argus::unfused as the policy");
+  }
   return {};
 }
 

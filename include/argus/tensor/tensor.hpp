@@ -131,6 +131,10 @@ class tensor {
                     "one_index_per_axis: argus::tensor<T, S>(i, j, ...) takes one index per axis "
                     "of S");
       return 0;
+    } else if constexpr (!indices_are_integers<I...>) {
+      static_assert(indices_are_integers<I...>,
+                    "indices_are_integers: argus::tensor<T, S>(i, j, ...) takes integer indices");
+      return 0;
     } else {
       return layout<S>::row_major(shape_)(idx...);
     }

@@ -21,6 +21,10 @@ concept pointer_element_type_is_the_views = std::is_convertible_v<P, T*>;
 /// x(i, j, ...) of a tensor or view: one index per axis, as many as the shape's rank.
 template <std::size_t Given, std::size_t Rank>
 concept one_index_per_axis = Given == Rank;
+/// x(i, j, ...): the indices are integers (a floating-point index was converted silently, its
+/// fraction dropped).
+template <class... I>
+concept indices_are_integers = (std::is_integral_v<I> && ...);
 
 template <class T, Shape S>
 class tensor_view {
@@ -69,6 +73,11 @@ class tensor_view {
       static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
                     "one_index_per_axis: argus::tensor_view<T, S>(i, j, ...) takes one index per "
                     "axis of S");
+      return *data_;
+    } else if constexpr (!indices_are_integers<I...>) {
+      static_assert(indices_are_integers<I...>,
+                    "indices_are_integers: argus::tensor_view<T, S>(i, j, ...) takes integer "
+                    "indices");
       return *data_;
     } else {
       return data_[layout_(idx...)];

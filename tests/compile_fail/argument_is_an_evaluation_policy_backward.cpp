@@ -1,0 +1,20 @@
+// backward(tape, dout, policy) takes argus::fused or argus::unfused (before, a flag there gave
+// "no matching function" in 31-44 lines and named no rule).
+// expect: argument_is_an_evaluation_policy
+#include <argus/argus.hpp>
+
+using mha = argus::multi_head_attention<32, 4>;
+template <std::size_t Width>
+using activation =
+    argus::tensor<float, argus::shape<argus::batch<2>, argus::seq<6>, argus::model<Width>>>;
+
+void train(const mha& m, const activation<32>& x, const activation<32>& dout) {
+  const auto tape = argus::forward_for_training(m, argus::fused, x);
+#ifdef ARGUS_EXPECT_COMPILE_ERROR
+  (void)argus::backward(tape, dout, 1);
+#else
+  (void)argus::backward(tape, dout, argus::unfused);
+#endif
+}
+
+int main() { return 0; }
