@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -45,11 +46,10 @@ template <class G, class Module>
 concept gradients_are_of_the_module = requires(const G& g) {
   typename G::module_type;
   requires std::is_same_v<typename G::module_type, Module>;
-  requires std::is_same_v < std::remove_cvref_t<decltype(g.w_q)>,
-  decltype(Module::w_q) >
-      &&std::is_same_v<std::remove_cvref_t<decltype(g.w_k)>, decltype(Module::w_k)>&&
-          std::is_same_v<std::remove_cvref_t<decltype(g.w_v)>, decltype(Module::w_v)>&&
-              std::is_same_v<std::remove_cvref_t<decltype(g.w_o)>, decltype(Module::w_o)>;
+  { g.w_q } -> std::same_as<const decltype(Module::w_q)&>;
+  { g.w_k } -> std::same_as<const decltype(Module::w_k)&>;
+  { g.w_v } -> std::same_as<const decltype(Module::w_v)&>;
+  { g.w_o } -> std::same_as<const decltype(Module::w_o)&>;
 };
 
 /// opt.step(m, g) updates m in place: m is a non-const lvalue of the optimiser's Module. Arg is
