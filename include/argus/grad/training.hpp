@@ -504,6 +504,19 @@ constexpr bool options_follow_inputs() {
 }
 }  // namespace detail
 
+/// forward_for_training(m, policy, inputs..., options...): after the inputs come only options,
+/// masks and dropouts. (A concept of the arguments, so that the report shows them.)
+template <class... Args>
+concept options_follow_inputs = detail::options_follow_inputs<Args...>();
+/// forward_for_training: at most one argus::dropout (two rates for one call would be
+/// ambiguous). Count: how many were given.
+template <std::size_t Count>
+concept at_most_one_dropout = Count <= 1;
+/// forward_for_training(m, ...): at most one mask of each kind (causal, ignore_keys,
+/// ignore_where, add_to_scores) over the masked scores S of the module's expression.
+template <class S>
+concept at_most_one_mask_of_each_kind = bool(detail::mask_chain<S>::ok);
+
 /// Runs m's forward pass on its inputs, (x) or (x_q, x_k, x_v), with masks under policy p
 /// (argus::fused or argus::unfused) and keeps what backward() needs: forward_for_training(m,
 /// p, x_q, x_k, x_v, os...) or forward_for_training(m, p, x, os...) (self-attention: the
@@ -521,9 +534,9 @@ auto forward_for_training(const Module& m, P p, Args&&... args) {
   constexpr auto at = detail::forward_argument_positions<Args...>();
   const auto refs = std::forward_as_tuple(args...);
   if constexpr (!detail::options_follow_inputs<Args...>()) {
-    static_assert(detail::options_follow_inputs<Args...>(),
-                  "argus::forward_for_training(m, policy, inputs..., options...): after the "
-                  "inputs come only masks and at most one argus::dropout");
+    static_assert(options_follow_inputs<Args...>,
+                  "options_follow_inputs: argus::forward_for_training(m, policy, inputs..., "
+                  "options...): after the inputs come only masks and at most one argus::dropout");
     return detail::rejected{};
   } else if constexpr (!(operand_is_not_a_temporary_tensor<Args> && ...)) {
     static_assert((operand_is_not_a_temporary_tensor<Args> && ...),
@@ -545,11 +558,11 @@ auto forward_for_training(const Module& m, P p, Args&&... args) {
       return e;  // m.forward has reported the broken rule
     } else {
       // The inputs are no dropouts: counting over every argument counts the options'.
-      static_assert(detail::dropouts_in<std::remove_cvref_t<Args>...> <= 1,
-                    "argus::forward_for_training: at most one argus::dropout");
-      static_assert(detail::mask_chain<detail::masked_scores_t<E>>::ok,
-                    "argus::forward_for_training: at most one mask of each kind (causal, "
-                    "ignore_keys, ignore_where, add_to_scores)");
+      static_assert(at_most_one_dropout<detail::dropouts_in<std::remove_cvref_t<Args>...>>,
+                    "at_most_one_dropout: argus::forward_for_training: at most one argus::dropout");
+      static_assert(at_most_one_mask_of_each_kind<detail::masked_scores_t<E>>,
+                    "at_most_one_mask_of_each_kind: argus::forward_for_training: at most one mask "
+                    "of each kind (causal, ignore_keys, ignore_where, add_to_scores)");
       const dropout d = detail::dropout_of(args...);  // it looks at the dropout only
       constexpr std::size_t k = inputs == 1 ? 0 : 1, v = inputs == 1 ? 0 : 2;
       auto tape = detail::tape_access::make<Module, P, E>(
@@ -790,8 +803,8 @@ template <Expression E, EvaluationPolicy P, class... Os>
 requires detail::dropout_options<Os...>
 auto forward_for_training(const E& e, P p, const Os&... os) {
   // clang-format on
-  static_assert(detail::dropouts_in<Os...> <= 1,
-                "argus::forward_for_training: at most one argus::dropout");
+  static_assert(at_most_one_dropout<detail::dropouts_in<Os...>>,
+                "at_most_one_dropout: argus::forward_for_training: at most one argus::dropout");
   if constexpr (detail::trainable_expression<E>()) {
     const dropout d = detail::dropout_of(os...);
     auto tape = detail::attention_tape_access::make<E, P>(e, d);

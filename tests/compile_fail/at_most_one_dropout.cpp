@@ -1,5 +1,6 @@
 // forward_for_training(m, policy, x, options...): at most one argus::dropout among the
 // options (two rates for one call would be ambiguous).
+// expect: at_most_one_dropout
 // expect: at most one argus::dropout
 #include <argus/grad/training.hpp>
 #include <argus/tensor/tensor.hpp>

@@ -1,6 +1,7 @@
 // forward_for_training(m, policy, inputs..., options...): after the inputs come only options,
 // masks and at most one argus::dropout; a number among them is neither (before the entry
 // point was one, such a call matched no overload: "does not satisfy training_options").
+// expect: options_follow_inputs
 // expect: after the inputs come only masks and at most one argus::dropout
 // expect-gcc: forward_for_training
 // expect-clang: forward_for_training
