@@ -127,6 +127,15 @@ static_assert(!takes_biases<tensor<float, shape<head<8>, head_dim<8>>>, bias<16>
 static_assert(!no_bias_mha::accepts_biases<const bias<64>&, const bias<64>&, const bias<64>&,
                                            const bias<64>&>);  // no biases to take
 
+// Any other argument list is reported by a catch-all constructor
+// (module_takes_four_weights_or_eight_tensors, tests/compile_fail/); it leaves copies and moves
+// to the copy and move constructors, and converts nothing implicitly.
+static_assert(std::is_copy_constructible_v<gqa> && std::is_move_constructible_v<gqa>);
+static_assert(std::is_copy_assignable_v<gqa> && std::is_move_assignable_v<gqa>);
+static_assert(!std::is_convertible_v<const weight<64, 64>&, gqa>);
+static_assert(!std::is_convertible_v<const mha&, gqa>);
+static_assert(!std::is_convertible_v<const gqa&, mha>);
+
 // ---- forward -----------------------------------------------------------------------------
 
 template <class M, class XQ, class XK, class XV, class... Masks>

@@ -81,9 +81,21 @@ concept forward_takes_one_or_three_inputs = Inputs % 2 == 1 && Inputs <= 3;
 
 // --- Weights and biases ---------------------------------------------------------------
 
+/// multi_head_attention is built from nothing (weights zero), from its four weights (w_q, w_k,
+/// w_v, w_o) or from its four weights and four biases (b_q, b_k, b_v, b_o): 0, 4 or 8 arguments,
+/// written as a conjunction, whose failing term GCC shows with the count (a disjunction's not).
+template <std::size_t Arguments>
+concept module_takes_four_weights_or_eight_tensors = Arguments % 4 == 0 && Arguments <= 8;
+
 /// The eight-argument constructor (weights and biases) needs a module with biases.
 template <bool HasBias>
 concept module_has_biases = HasBias;
+
+/// prepacked_attention<Module> packs the weights of one module of type Module (or of a class
+/// derived from it): it is built from that module and nothing else.
+template <class Module, class... Args>
+concept prepacked_attention_takes_its_module =
+    sizeof...(Args) == 1 && (std::is_base_of_v<Module, std::remove_cvref_t<Args>> && ...);
 
 template <std::size_t Rows, std::size_t DModel>
 concept w_q_rows_equal_d_model = Rows == DModel;

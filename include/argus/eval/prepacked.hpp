@@ -95,6 +95,20 @@ class prepacked_attention {
         b_k(m.b_k),
         b_v(m.b_v),
         b_o(m.b_o) {}
+  /// Anything but one Module (another module type, a weight, no argument): reported
+  /// (prepacked_attention_takes_its_module), once; copies and moves are left to the copy and
+  /// move constructors. (It delegates to the constructor above, so that the members are built.)
+  // NOLINTBEGIN(bugprone-forwarding-reference-overload)
+  template <class... Args>
+    requires(MultiHeadAttentionModule<Module> &&
+             !prepacked_attention_takes_its_module<Module, Args...> &&
+             !detail::copies_of<prepacked_attention, Args...>)
+  explicit prepacked_attention(Args&&...) : prepacked_attention(Module{}) {
+    // NOLINTEND(bugprone-forwarding-reference-overload)
+    static_assert(prepacked_attention_takes_its_module<Module, Args...>,
+                  "prepacked_attention_takes_its_module: argus::prepacked_attention<Module>(m) "
+                  "packs the weights of m, a Module; prepack(m) deduces Module from m");
+  }
   /// Module is not a multi_head_attention: the class's static_assert has said so, and this
   /// constructor takes the arguments silently rather than add a second error.
   template <class... Args>

@@ -81,6 +81,12 @@ void copy_elements(const tensor_view<const T, S>& v, tensor<U, R>& t) {
     }
   }
 }
+/// Whether Args is one argument of class C, or of a class derived from C: what C's copy and
+/// move constructors take, which a catch-all constructor of C must leave to them.
+template <class C, class... Args>
+inline constexpr bool copies_of = false;
+template <class C, class Arg>
+inline constexpr bool copies_of<C, Arg> = std::is_base_of_v<C, std::remove_cvref_t<Arg>>;
 }  // namespace detail
 
 template <class Module>
@@ -166,6 +172,23 @@ class multi_head_attention {
       detail::copy_elements(as_expression(bv).view, b_v);
       detail::copy_elements(as_expression(bo).view, b_o);
     }
+  }
+
+  /// Any other argument list (three weights, a weight and a bias short, another module):
+  /// reported (module_takes_four_weights_or_eight_tensors), once. Copies and moves are left to
+  /// the copy and move constructors; explicit for one argument, so that nothing converts to a
+  /// module implicitly.
+  // NOLINTBEGIN(bugprone-forwarding-reference-overload)
+  template <class... Args>
+    requires(!module_takes_four_weights_or_eight_tensors<sizeof...(Args)> &&
+             !detail::copies_of<multi_head_attention, Args...>)
+  explicit(sizeof...(Args) == 1) multi_head_attention(Args&&...) {
+    // NOLINTEND(bugprone-forwarding-reference-overload)
+    static_assert(module_takes_four_weights_or_eight_tensors<sizeof...(Args)>,
+                  "module_takes_four_weights_or_eight_tensors: multi_head_attention(w_q, w_k, w_v, "
+                  "w_o) copies the four weights, and with mha_options{.bias = true} "
+                  "multi_head_attention(w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o) the four biases "
+                  "too; multi_head_attention() starts from zeros");
   }
 
   /// Attention of queries x_q to keys x_k and values x_v, each (batch, seq, width), with
