@@ -57,7 +57,8 @@ class npy_header_parser {
       } else if (key == "shape") {
         h.shape = int_tuple(), seen_shape = true;
       } else {
-        fail("unknown key '" + key + "' (a .npy header has 'descr', 'fortran_order' and 'shape')");
+        fail("unknown key " + detail::quote_text(key) +
+             " (a .npy header has 'descr', 'fortran_order' and 'shape')");
       }
       skip_space();
       if (peek() == ',')
@@ -67,8 +68,7 @@ class npy_header_parser {
     }
     ++i_;
     skip_space();  // numpy pads the header with spaces and ends it with '\n'
-    if (i_ != s_.size())
-      fail("text after the closing '}': '" + std::string(s_.substr(i_, 40)) + "'");
+    if (i_ != s_.size()) fail("text after the closing '}': " + detail::quote_text(s_.substr(i_)));
     if (!seen_descr || !seen_order || !seen_shape)
       fail(std::string("the header lacks the key '") +
            (!seen_descr   ? "descr"
@@ -80,8 +80,12 @@ class npy_header_parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw load_error(where_ + ": malformed .npy header: " + what + " (header: " + std::string(s_) +
-                     ")");
+    // The header as numpy writes it ends in spaces and a newline: left out of the message.
+    const std::size_t end = s_.find_last_not_of(" \t\r\n");
+    throw load_error(
+        where_ + ": malformed .npy header: " + what + " (header: " +
+        detail::quote_text(s_.substr(0, end == std::string_view::npos ? 0 : end + 1), 200, '"') +
+        ")");
   }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
   void skip_space() {
@@ -181,8 +185,8 @@ inline stored_tensor read_npy(const std::filesystem::path& file, std::string nam
 
   const auto dtype = detail::npy_dtype(h.descr);
   if (!dtype)
-    throw load_error(where + ": dtype '" + h.descr +
-                     "' is not supported: expected little-endian "
+    throw load_error(where + ": dtype " + detail::quote_text(h.descr) +
+                     " is not supported: expected little-endian "
                      "float16, float32 or float64 ('<f2', '<f4', '<f8')");
   if (h.fortran_order)
     throw load_error(where +

@@ -101,9 +101,9 @@ class safetensors_file {
           // refuses anything else); a value of another type was dropped silently before.
           if (!v.is_string()) {
             std::string what = where;
-            what += ": malformed safetensors header: '__metadata__' value of '";
-            what += k;
-            what += "' is ";
+            what += ": malformed safetensors header: '__metadata__' value of ";
+            what += detail::quote_text(k, 120);
+            what += " is ";
             what += v.type_name();
             what += ", not a string";
             throw load_error(what);
@@ -113,9 +113,8 @@ class safetensors_file {
         continue;
       }
       std::string what = where;
-      what += ": tensor '";
-      what += name;
-      what += "'";
+      what += ": tensor ";
+      what += detail::quote_text(name, 120);
       entries_[name] = parse_entry(what, value, data_size);
     }
     check_coverage(where, data_size);
@@ -134,14 +133,14 @@ class safetensors_file {
   /// The tensor `name`, read from the file. load_error when it is missing or its dtype is not
   /// F32, F64, F16 or BF16.
   stored_tensor read(const std::string& name) const {
-    const std::string where = file_.string() + ": tensor '" + name + "'";
+    const std::string where = file_.string() + ": tensor " + detail::quote_text(name, 120);
     const auto it = entries_.find(name);
     if (it == entries_.end()) throw load_error(where + " is missing: " + names_hint());
     const entry& e = it->second;
     const auto dtype = detail::safetensors_dtype(e.dtype);
     if (!dtype)
-      throw load_error(where + ": dtype '" + e.dtype +
-                       "' is not supported: expected F32 or F64 "
+      throw load_error(where + ": dtype " + detail::quote_text(e.dtype) +
+                       " is not supported: expected F32 or F64 "
                        "(F16 and BF16 are widened exactly)");
     stored_tensor t;
     t.name = name;
@@ -164,18 +163,20 @@ class safetensors_file {
     bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
       using event_t = nlohmann::json::parse_event_t;
       if (event == event_t::object_start) {
-        objects.emplace_back(objects.empty()              ? std::string("the header")
-                             : objects.size() > 1         ? "'" + last_key + "'"
-                             : last_key == "__metadata__" ? std::string("'__metadata__'")
-                                                          : "tensor '" + last_key + "'",
+        objects.emplace_back(objects.empty()      ? std::string("the header")
+                             : objects.size() > 1 ? detail::quote_text(last_key, 120)
+                             : last_key == "__metadata__"
+                                 ? std::string("'__metadata__'")
+                                 : "tensor " + detail::quote_text(last_key, 120),
                              std::set<std::string, std::less<>>{});
       } else if (event == event_t::object_end && !objects.empty()) {
         objects.pop_back();
       } else if (event == event_t::key && !objects.empty()) {
         last_key = parsed.get<std::string>();
         if (!objects.back().second.insert(last_key).second && first.empty())
-          first = (objects.size() == 1 && last_key != "__metadata__" ? "tensor '" + last_key + "'"
-                                                                     : "key '" + last_key + "'") +
+          first = (objects.size() == 1 && last_key != "__metadata__"
+                       ? "tensor " + detail::quote_text(last_key, 120)
+                       : "key " + detail::quote_text(last_key, 120)) +
                   " appears twice in " + objects.back().first;
       }
       return true;
@@ -198,9 +199,10 @@ class safetensors_file {
     for (std::size_t i = 0; i < spans.size(); ++i) {
       const auto& [name, e] = spans[i];
       if (i > 0 && e->begin < covered)
-        throw load_error(where + ": malformed safetensors header: tensors '" + *spans[i - 1].first +
-                         "' (data_offsets " + range(*spans[i - 1].second) + ") and '" + *name +
-                         "' (data_offsets " + range(*e) + ") share bytes");
+        throw load_error(where + ": malformed safetensors header: tensors " +
+                         detail::quote_text(*spans[i - 1].first, 120) + " (data_offsets " +
+                         range(*spans[i - 1].second) + ") and " + detail::quote_text(*name, 120) +
+                         " (data_offsets " + range(*e) + ") share bytes");
       if (e->begin > covered)
         throw load_error(where + ": malformed safetensors header: bytes [" +
                          std::to_string(covered) + ", " + std::to_string(e->begin) +
@@ -257,7 +259,7 @@ class safetensors_file {
     std::string s = "the file holds " + std::to_string(entries_.size()) + " tensors";
     std::size_t shown = 0;
     for (const auto& [name, e] : entries_) {
-      s += (shown ? ", '" : ": '") + name + "'";
+      s += (shown ? ", " : ": ") + detail::quote_text(name, 120);
       if (++shown == 8) {
         if (entries_.size() > shown) s += ", ...";
         break;

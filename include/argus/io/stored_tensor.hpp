@@ -11,6 +11,7 @@
 // Not included by argus.hpp: the io/ headers are optional.
 #pragma once
 
+#include <argus/detail/quote_text.hpp>
 #include <argus/diagnostics/relations.hpp>
 
 #include <bit>
@@ -139,8 +140,9 @@ struct stored_tensor {
     return n;
   }
 
-  /// "origin: tensor 'name'", the start of every message about this tensor.
-  std::string where() const { return origin + ": tensor '" + name + "'"; }
+  /// "origin: tensor 'name'", the start of every message about this tensor (the name as
+  /// detail::quote_text shows it: a name read from a file may hold anything).
+  std::string where() const { return origin + ": tensor " + detail::quote_text(name, 120); }
 
   /// True when values<T>() converts exactly (no narrowing).
   template <class T>

@@ -18,6 +18,8 @@
 // the design.
 #pragma once
 
+#include "argus/detail/quote_text.hpp"
+
 #include <cstddef>
 #include <span>
 #include <stdexcept>
@@ -114,29 +116,6 @@ class isa_error : public std::runtime_error {
 };
 
 namespace dispatch_detail {
-/// The request as a message shows it: quoted, control characters and bytes outside printable
-/// ASCII as \xNN, at most 40 characters ("avx2 " with its space visible, no escape sequence
-/// sent to the terminal).
-inline std::string quoted_request(const std::string& s) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i == 40) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      static constexpr char digits[] = "0123456789abcdef";
-      out += "\\x";
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-  }
-  return out + "\"";
-}
-
 inline std::string isa_list(std::span<const isa> sets, bool (*keep)(isa)) {
   std::string out;
   for (auto it = sets.rbegin(); it != sets.rend(); ++it)
@@ -165,7 +144,7 @@ inline isa choose_isa(const char* request, std::span<const isa> held,
     throw isa_error("argus: this CPU can run none of the kernel library's instruction sets (" +
                     dispatch_detail::isa_list(held, nullptr) + ")");
   }
-  const std::string asked = dispatch_detail::quoted_request(request);
+  const std::string asked = argus::detail::quote_text(request, 40, '"');
   for (const isa i : {isa::portable, isa::avx2, isa::avx512}) {
     if (std::string_view(request) != isa_name(i)) continue;
     if (!cpu_runs(i))

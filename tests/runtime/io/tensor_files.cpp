@@ -277,3 +277,66 @@ BOOST_AUTO_TEST_CASE(safetensors_rejects_malformed_and_truncated_files) {
   const argus::safetensors_file st(f);
   expect_load_error([&] { (void)st.read("a"); }, {"dtype 'F4_NEW' is not supported"});
 }
+
+// What a file says is quoted in a message as detail::quote_text shows it: bytes outside printable
+// ASCII as \xNN (an escape sequence in a key, a name or a dtype reached the terminal raw), and
+// a bounded part of it (a header of 100 kB was echoed whole, twice).
+BOOST_AUTO_TEST_CASE(messages_quote_what_the_files_say) {
+  scratch_directory dir("quoted");
+  const auto message_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const load_error& e) {
+      return e.what();
+    }
+    return "(nothing thrown)";
+  };
+  const auto printable = [](const std::string& s) {
+    for (const char c : s)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F)
+        return false;
+    return true;
+  };
+  const std::vector<unsigned char> data = f32_bytes(iota_values(6, 0.5f));
+
+  const fs::path f = dir.path() / "w.npy";
+  const auto read = [&] { (void)argus::read_npy(f); };
+  write_npy(f, npy("<f4", {2, 3}, data, false, 1,
+                   "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), '\x1b[2J': 1}"));
+  std::string what = message_of(read);
+  BOOST_TEST(message_names(what, {"unknown key '\\x1b[2J'", "(header: \"{'descr': '<f4'"}));
+  BOOST_TEST(printable(what), what);
+
+  write_npy(f, npy("<f4", {2, 3}, data, false, 2,  // version 2: a header over 64 kB
+                   "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } " +
+                       std::string(100000, 'A')));
+  what = message_of(read);
+  BOOST_TEST(message_names(what, {"text after the closing '}': 'AAAA", "...'"}));
+  BOOST_TEST(what.size() < 600u, what.size());  // 100 kB of header, quoted in part
+
+  write_npy(f, npy("<f4", {2, 3}, data, false, 1,
+                   "{'descr': '<f4\x7f', 'fortran_order': False, 'shape': (2, 3), }"));
+  what = message_of(read);
+  BOOST_TEST(message_names(what, {"dtype '<f4\\x7f' is not supported"}));
+  BOOST_TEST(printable(what), what);
+
+  const fs::path g = dir.path() / "m.safetensors";
+  const std::vector<safetensors_entry> one = {{"a", "F32", {2}, f32_bytes({1, 2})}};
+  write_safetensors(g, one,
+                    "{\"a\\u001b[2J\": {\"dtype\": \"F32\", \"shape\": [3], "
+                    "\"data_offsets\": [0, 8]}}");
+  what = message_of([&] { argus::safetensors_file st(g); });
+  BOOST_TEST(message_names(what, {"tensor 'a\\x1b[2J'", "needs 12 bytes"}));
+  BOOST_TEST(printable(what), what);
+
+  write_safetensors(g, one,
+                    "{\"a\\u0007\": {\"dtype\": \"F\\u001b32\", \"shape\": [2], "
+                    "\"data_offsets\": [0, 8]}}");
+  const argus::safetensors_file st(g);
+  what = message_of([&] { (void)st.read("b"); });  // missing: the names it holds, quoted
+  BOOST_TEST(message_names(what, {"tensor 'b' is missing", "1 tensors: 'a\\x07'"}));
+  BOOST_TEST(printable(what), what);
+  what = message_of([&] { (void)st.read("a\x07"); });
+  BOOST_TEST(message_names(what, {"tensor 'a\\x07'", "dtype 'F\\x1b32' is not supported"}));
+  BOOST_TEST(printable(what), what);
+}
