@@ -91,7 +91,11 @@ inline std::string text_picture(const attention_map& m, text_style style, std::s
   std::size_t label_w = 0;
   for (const auto& s : m.query_labels)
     label_w = std::max(label_w, std::min<std::size_t>(s.size(), 10));
-  const std::size_t panel_w = label_w + 1 + 2 * m.seq_kv, gap = 3;
+  // A panel is as wide as its cells or its title ("head 11"), whichever is wider: a map of
+  // one or two keys cut the title to "head " (the cells' lines are then filled with spaces).
+  const std::size_t title_w = 5 + std::to_string(m.heads == 0 ? 0 : m.heads - 1).size();
+  const std::size_t cells_w = 2 * m.seq_kv, fill = cells_w < title_w ? title_w - cells_w : 0;
+  const std::size_t panel_w = label_w + 1 + cells_w + fill, gap = 3;
   const std::size_t per_line =
       std::max<std::size_t>(1, std::min(m.heads, (width + gap) / (panel_w + gap)));
   std::string out = m.title + "\n";
@@ -106,7 +110,7 @@ inline std::string text_picture(const attention_map& m, text_style style, std::s
     for (std::size_t h = first; h < last; ++h) {
       line += std::string(label_w + 1, ' ');
       for (std::size_t k = 0; k < m.seq_kv; ++k) line += std::to_string(k % 10) + " ";
-      line += h + 1 < last ? std::string(gap, ' ') : "";
+      line += std::string(fill, ' ') + (h + 1 < last ? std::string(gap, ' ') : "");
     }
     out += line + "\n";
     for (std::size_t q = 0; q < m.seq_q; ++q) {
@@ -115,7 +119,7 @@ inline std::string text_picture(const attention_map& m, text_style style, std::s
         line += detail::right_aligned(m.query_labels[q], label_w) + " ";
         for (std::size_t k = 0; k < m.seq_kv; ++k)
           line += detail::text_cell(m.fraction(m.at(h, q, k)), style);
-        line += h + 1 < last ? std::string(gap, ' ') : "";
+        line += std::string(fill, ' ') + (h + 1 < last ? std::string(gap, ' ') : "");
       }
       out += line + "\n";
     }

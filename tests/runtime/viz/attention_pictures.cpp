@@ -292,6 +292,13 @@ BOOST_AUTO_TEST_CASE(text_renders_each_style) {
   const std::string narrow = argus::attention_text(m, argus::text_style::ascii, 20);
   BOOST_TEST(count(narrow, "head 0") == 1);
   BOOST_TEST(narrow.find("head 0   ") == std::string::npos);
+  // A panel narrower than its title (one key: 2 columns of cells) is widened to the title, and
+  // its lines filled: "head 10" was cut to "head ", and the next panel's cells followed.
+  const std::string one_key =
+      argus::attention_text(uniform_map(11, 2, 1, 8), argus::text_style::ascii);
+  BOOST_TEST(one_key.find("  head 9   ") != std::string::npos, one_key);
+  BOOST_TEST(one_key.find("  head 10\n") != std::string::npos, one_key);
+  BOOST_TEST(one_key.find("1 ++        1 ++") != std::string::npos, one_key);
 }
 
 BOOST_AUTO_TEST_CASE(make_attention_map_rejects_a_negative_nan_or_infinite_scale_max) {
