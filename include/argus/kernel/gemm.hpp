@@ -618,13 +618,17 @@ void gemm_tn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
 
 /// The width of the panels that gemm packs B into on this instruction set: panels packed by
 /// pack_gemm_b are read in place by gemm_nn_split_prepacked only where they have this width.
-/// (Their layout also depends on the k block, gemm_tile<T>::kc, the same on every set; the
-/// static_assert keeps it so, or makes whoever changes it tag the layout with it too.)
+/// (Their layout also depends on the k block, gemm_tile<T>::kc: 256 where a panel is two
+/// 64-byte registers wide, 512 where it is two of 32 or 16 bytes. For one T every set has its
+/// own width, so the width tells the k block too; the static_assert keeps kc a function of
+/// the width, or makes whoever changes that tag the layout with the k block as well.)
 template <class T>
 std::size_t gemm_panel_width() {
-  static_assert(detail::gemm_tile<T>::kc == 256,
-                "packed weights (pack_gemm_b) are laid out by the k block of every set alike: a "
-                "set with another kc must give gemm_panel_width a tag that tells them apart");
+  static_assert(
+      detail::gemm_tile<T>::kc == (detail::gemm_tile<T>::nr * sizeof(T) == 128 ? 256 : 512),
+      "packed weights (pack_gemm_b) are laid out by the k block, which the panel width "
+      "must tell: a set with another kc for its width must give gemm_panel_width a tag "
+      "that tells them apart");
   return detail::gemm_tile<T>::nr;
 }
 

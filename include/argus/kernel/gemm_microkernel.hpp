@@ -31,10 +31,15 @@ namespace detail {
 ///     the k loop: one register short of the 12 x 2 margin is too fragile to keep.
 ///   AVX2 and the portable 16-byte target (16 registers): 6 x 2 -- 12 + 2 + 1.
 ///
-/// Blocking (one thread): an A sliver (mr x kc, 12 KiB for float on AVX-512) stays in L1
-/// and is reused by every panel of the B block (kc x nc = 512 KiB, about half an L2), which
-/// streams from L2. kc = 256 measured best among 128, 192, 256, 384, 512 (by 2-6 %); a
-/// B block of 512 KiB beat 256 KiB (which packs A twice for n = 512) and tied with 1 MiB.
+/// Blocking (one thread): an A sliver (mr x kc, 12 KiB for float) stays in L1 and is reused
+/// by every panel of the B block (kc x nc = 512 KiB, about half an L2), which streams from
+/// L2. AVX-512: kc = 256 measured best among 128, 192, 256, 384, 512 (by 2-6 %); a B block of
+/// 512 KiB beat 256 KiB (which packs A twice for n = 512) and tied with 1 MiB; kc = 512 was
+/// 2-3 % slower again on an Intel Xeon (family 6 model 167). 16 registers: kc = 512, so that
+/// a product of depth 512 (the projections of d_model 512) updates C once rather than twice:
+/// on that Xeon's AVX2 kernels (m x 512) . (512 x 512) ran 4.5 % (m 1024) and 12.4 % (m 4096)
+/// faster than with 256, the MHA's kernels 2.2-2.4 % at n 1024 (docs/performance.md).
+/// Not measured on an AMD machine (whose L2 may be 512 KiB: the B block stays 512 KiB).
 template <class T>
 struct gemm_tile {
   static constexpr std::size_t width = simd<T>::width;
@@ -43,7 +48,7 @@ struct gemm_tile {
   static constexpr std::size_t mr = registers == 32 ? 12 : 6;
   static constexpr std::size_t nr = nv * width;
   /// Depth of one k block, and the row stride of a packed A sliver.
-  static constexpr std::size_t kc = 256;
+  static constexpr std::size_t kc = registers == 32 ? 256 : 512;
   /// Columns of one packed B block, a multiple of nr: kc * nc * sizeof(T) = 512 KiB.
   static constexpr std::size_t nc = ((std::size_t{512} * 1024 / sizeof(T) / kc) / nr) * nr;
   static_assert(mr * nv + nv + 1 <= registers, "the micro-tile must fit the register file");

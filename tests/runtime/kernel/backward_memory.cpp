@@ -159,14 +159,16 @@ void check(const config& c) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(one_thread_allocates_what_the_bytes_function_says) {
+  constexpr std::size_t kc = argus::kernel::detail::gemm_tile<float>::kc;  // 256 or 512
+  static_assert(kc == argus::kernel::detail::gemm_tile<double>::kc);
   const config cases[] = {
       {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 100, .seq_kv = 300},  // fused slivers
       {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 100, .seq_kv = 300, .padding = true},
       {.batch = 1, .heads = 2, .kv_heads = 1, .seq_q = 150, .seq_kv = 150, .causal = true},
       {.batch = 1, .heads = 2, .kv_heads = 2, .seq_q = 9, .seq_kv = 40, .d_k = 64, .d_v = 32},
       // Heads wider than gemm_tile::kc: the slivers go through gemm's packing buffers.
-      {.seq_q = 20, .seq_kv = 30, .d_k = 300, .d_v = 260},
-      {.seq_q = 20, .seq_kv = 30, .d_k = 8, .d_v = 270, .padding = true},
+      {.seq_q = 20, .seq_kv = 30, .d_k = kc + 44, .d_v = kc + 4},
+      {.seq_q = 20, .seq_kv = 30, .d_k = 8, .d_v = kc + 14, .padding = true},
   };
   for (const config& c : cases) {
     check<float>(c);

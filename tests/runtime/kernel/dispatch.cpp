@@ -443,8 +443,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
     std::size_t m, n, k;
     bool bias, accumulate;
   };
-  // Odd sizes (partial register tiles and slivers), and one past a k block.
-  for (const shape s : {shape{37, 45, 29, true, true}, shape{70, 130, 300, false, false}}) {
+  // Odd sizes (partial register tiles and slivers), and past a k block: 300 past AVX-512's
+  // (kc 256), 530 past the 16-register sets' (kc 512).
+  for (const shape s : {shape{37, 45, 29, true, true}, shape{70, 130, 300, false, false},
+                        shape{33, 50, 530, true, true}}) {
     const std::vector<T> a = random_values<T>(s.m * s.k, 11), b = random_values<T>(s.k * s.n, 12);
     const std::vector<T> c0 = random_values<T>(s.m * s.n, 13), bias = random_values<T>(s.n, 14);
     const T alpha = T(0.75);

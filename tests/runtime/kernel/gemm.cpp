@@ -24,7 +24,7 @@
 // product with B packed once (detail::pack_b_panels + gemm_packed_b, from B or Bᵀ, packed
 // deeper than the product reads, A read in place when its row stride is kc) against a
 // double-accumulated triple loop, on every edge the blocking
-// has: m, n, k around the tile sizes (mr = 14 or 6 rows, nr = 2 registers, kc = 256),
+// has: m, n, k around the tile sizes (mr = 14 or 6 rows, nr = 2 registers, kc = 256 or 512),
 // leading dimensions wider than the rows, base pointers one element off alignment, bias,
 // accumulate, alpha != 1, k == 0. C is poisoned with NaN where it must not be read, and its
 // padding holds a sentinel that must survive.
@@ -336,12 +336,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(threads_use_their_own_packing_buffers, T, element_
 // multiples of it and not, one block and many.
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
   constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
+  constexpr std::size_t kc = argus::kernel::detail::gemm_tile<T>::kc;
   std::mt19937 rng(7);
   const uniform_pm1 dist;
   std::size_t failures = 0;
   for (const std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{29}})
     for (const std::size_t n : {std::size_t{5}, nr, 3 * nr + 4, std::size_t{130}})
-      for (const std::size_t k : {std::size_t{3}, std::size_t{260}})
+      for (const std::size_t k : {std::size_t{3}, kc + 4})  // one k block and two
         for (const std::size_t block :
              {std::size_t{1}, std::size_t{3}, nr / 2, nr, 2 * nr, std::size_t{64}, n, n + 5})
           for (const bool accumulate : {false, true}) {
@@ -410,13 +411,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
 // null panels must fall back, not be misread.
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, element_types) {
   constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
+  constexpr std::size_t kc = argus::kernel::detail::gemm_tile<T>::kc;
   BOOST_TEST(argus::kernel::gemm_panel_width<T>() == nr);
   std::mt19937 rng(11);
   const uniform_pm1 dist;
   std::size_t failures = 0, checked = 0;
   for (const std::size_t m : {std::size_t{1}, std::size_t{13}, std::size_t{40}})
     for (const std::size_t total : {nr - 3, 3 * nr + 5, std::size_t{192}})
-      for (const std::size_t k : {std::size_t{5}, std::size_t{300}}) {
+      for (const std::size_t k : {std::size_t{5}, kc + 44}) {  // one k block and two
         std::vector<T> a(m * k), b(k * total), bias(total);
         for (auto& x : a) x = T(dist(rng));
         for (auto& x : b) x = T(dist(rng));
@@ -468,6 +470,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
   namespace d = argus::kernel::detail;
   constexpr std::size_t mr = d::gemm_tile<T>::mr;
   constexpr std::size_t nr = d::gemm_tile<T>::nr;
+  constexpr std::size_t kc = d::gemm_tile<T>::kc;
   constexpr std::size_t most = d::direct_b_slivers * mr;
   std::vector<std::size_t> heights;  // every height of one sliver, and some of several
   for (std::size_t m = 1; m <= mr; ++m) heights.push_back(m);
@@ -479,7 +482,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
   // The product over `tall` rows (B packed) once per shape; each height's product is the
   // same A's first rows against it.
   for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}})
-    for (const std::size_t k : {std::size_t{7}, std::size_t{300}, std::size_t{600}})
+    for (const std::size_t k : {std::size_t{7}, kc + 44, 2 * kc + 88})  // 1, 2, 3 k blocks
       for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
         for (const bool accumulate : {false, true}) {
           // B's rows 5 elements wider than n, or (n 200) 4 KiB apart, where several slivers
@@ -558,12 +561,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(packed_b_narrow_panel_is_the_wide_product_to_the_b
                               element_types) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t nr = d::gemm_tile<T>::nr;
+  constexpr std::size_t kc = d::gemm_tile<T>::kc;
   std::mt19937 rng(12);
   const uniform_pm1 dist;
   std::size_t failures = 0, checked = 0;
   for (const std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{33}})
     for (const std::size_t wide : {nr, 3 * nr})
-      for (const std::size_t k : {std::size_t{5}, std::size_t{300}})
+      for (const std::size_t k : {std::size_t{5}, kc + 44})  // one k block and two
         for (const bool accumulate : {false, true}) {
           std::vector<T> a(m * k), b(k * wide);
           for (auto& x : a) x = T(dist(rng));
