@@ -40,18 +40,23 @@ class tensor_view {
   /// Row-major view of p.
   constexpr tensor_view(T* p, const S& s) noexcept : data_(p), layout_(layout_type::row_major(s)) {}
   constexpr tensor_view(T* p, const layout_type& l) noexcept : data_(p), layout_(l) {}
-  /// Row-major view of p with the given run-time extents, in axis order (as std::mdspan).
+  /// Row-major view of p with the given run-time extents, in axis order (as std::mdspan); of
+  /// a shape without dyn axes, tensor_view(p) alone (explicit: a pointer does not convert to
+  /// a view implicitly).
   ///
   /// Checks, in order, reporting the first that fails (a static_assert firewall: it takes any
-  /// pointer and extents, but leaves (p, s) and (p, l) to the constructors above): p converts
-  /// to T* (pointer_element_type_is_the_views); the extents are integers
+  /// pointer and extents, but leaves (p, s) and (p, l) to the constructors above, and of a
+  /// single argument takes only a pointer, leaving copies and conversions to theirs): p
+  /// converts to T* (pointer_element_type_is_the_views); the extents are integers
   /// (run_time_extents_are_integers); one per dyn axis (run_time_extents_match_dyn_axes).
   // clang-format off
   template <class P, class... I>
-    requires(sizeof...(I) > 0 &&
-             !(sizeof...(I) == 1 && std::is_convertible_v<P, T*> &&
-               ((std::is_same_v<I, S> || std::is_same_v<I, layout_type>) || ...)))
-  constexpr tensor_view(P p, I... dynamic) : tensor_view(from_run_time_extents(p, dynamic...)) {}
+    requires((sizeof...(I) > 0 &&
+              !(sizeof...(I) == 1 && std::is_convertible_v<P, T*> &&
+                ((std::is_same_v<I, S> || std::is_same_v<I, layout_type>) || ...))) ||
+             (sizeof...(I) == 0 && std::is_pointer_v<P>))
+  constexpr explicit(sizeof...(I) == 0) tensor_view(P p, I... dynamic)
+      : tensor_view(from_run_time_extents(p, dynamic...)) {}
   // clang-format on
   /// A view of const elements from a view of mutable ones.
   // clang-format off

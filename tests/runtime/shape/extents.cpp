@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace argus;
@@ -89,4 +90,24 @@ BOOST_AUTO_TEST_CASE(extents_up_to_the_bound_are_accepted) {
   // Unsigned and signed extents in range give the same shape.
   BOOST_TEST((activation(2, 3) == activation(std::size_t{2}, 3u)));
   static_assert(shape<seq<>, model<4>>(5).size() == 20, "usable in constant expressions");
+}
+
+BOOST_AUTO_TEST_CASE(a_view_of_static_extents_takes_the_pointer_alone) {
+  // As std::mdspan<float, extents<2, 3, 4>>(p): no extents to give, so tensor_view(p) (it was
+  // "no matching function"; tensor_view(p, S{}) is the same view). Explicit: a pointer does
+  // not convert to a view.
+  using fixed = shape<batch<2>, seq<3>, model<4>>;
+  static_assert(!std::is_convertible_v<float*, tensor_view<float, fixed>>);
+  std::array<float, 24> storage{};
+  const tensor_view<float, fixed> v(storage.data());
+  BOOST_TEST(v.data() == storage.data());
+  BOOST_TEST(v.extent(0) == 2u);
+  BOOST_TEST(v.stride(0) == 12u);
+  BOOST_TEST(v.stride(1) == 4u);
+  v(1, 2, 3) = 7.0f;
+  BOOST_TEST(storage[23] == 7.0f);
+  const tensor_view<const float, fixed> c(storage.data());
+  BOOST_TEST(c(1, 2, 3) == 7.0f);
+  const tensor_view<float, fixed> same(storage.data(), fixed{});
+  BOOST_TEST(same.layout().stride == v.layout().stride);
 }
