@@ -2,7 +2,7 @@
 // needs H to divide the width.
 // expect: heads_divide_width
 // expect-clang: '64UL % 7UL == 0'
-// expect-gcc: model<64> >. Heads = 7
+// expect-gcc: Heads = 7; Width = 64
 #include <argus/tensor/tensor.hpp>
 #include <argus/tensor/tensor_view.hpp>
 

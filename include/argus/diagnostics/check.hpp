@@ -28,12 +28,12 @@ inline void check_extents_agree(const char* op, const char* what_a, std::size_t 
 }
 
 /// Throws shape_error when an operand of `size` elements has no storage, which is what a
-/// moved-from tensor whose extents are all static leaves behind.
+/// moved-from tensor whose extents are all static leaves behind, or a view of a null pointer.
 inline void check_has_storage(const char* op, const void* data, std::size_t size) {
   if (data == nullptr && size != 0)
-    throw shape_error(
-        std::string(op) + ": an operand of " + std::to_string(size) +
-        " elements has no storage: it is a moved-from tensor; assign it a value before using it");
+    throw shape_error(std::string(op) + ": an operand of " + std::to_string(size) +
+                      " elements has no storage: it is a moved-from tensor (assign it a value "
+                      "before using it) or a view of a null pointer");
 }
 
 /// Whether tensor (or view) t has elements but no storage: a moved-from tensor whose extents

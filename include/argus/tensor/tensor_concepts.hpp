@@ -13,10 +13,7 @@ template <class X>
 struct is_tensor : std::false_type {};
 template <class T, class S>
 struct is_tensor<tensor<T, S>> : std::true_type {};
-template <class X>
-struct is_tensor_view : std::false_type {};
-template <class T, class S>
-struct is_tensor_view<tensor_view<T, S>> : std::true_type {};
+// is_tensor_view: tensor/tensor_view.hpp (split_heads_view uses it).
 }  // namespace detail
 
 /// An owning argus::tensor<T, Shape>.

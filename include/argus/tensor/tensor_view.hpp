@@ -119,13 +119,71 @@ class tensor_view {
   layout_type layout_{};
 };
 
-/// The (batch, head, seq, head_dim) view of a (batch, seq, model) view: no copy.
-// clang-format off
-template <std::size_t Heads, class T, Shape S>
-  requires axes_are_batch_seq_model<S> && heads_divide_width<static_extent_v<S, 2>, Heads>
-constexpr tensor_view<T, split_heads_shape<Heads, S>> split_heads_view(const tensor_view<T, S>& x) {
-  // clang-format on
-  return {x.data(), split_layout<Heads>(x.layout())};
+namespace detail {
+template <class X>
+struct is_tensor_view : std::false_type {};
+template <class T, class S>
+struct is_tensor_view<tensor_view<T, S>> : std::true_type {};
+/// What split_heads_view<H>(x) returns where a rule is broken (and reported).
+struct rejected_view {};
+/// x.view() is a tensor_view (argus::tensor, or a class derived from it).
+template <class X>
+concept has_a_view = requires(X x) {
+  requires is_tensor_view<std::remove_cvref_t<decltype(x.view())>>::value;
+};
+}  // namespace detail
+
+/// split_heads_view<H>(x) views x's memory: x is a tensor_view, or a tensor with a name (an
+/// lvalue: a temporary tensor's memory is gone at the end of the statement). X is how the call
+/// received x.
+template <class X>
+concept split_heads_view_takes_a_view_or_a_named_tensor =
+    detail::is_tensor_view<std::remove_cvref_t<X>>::value ||
+    (std::is_lvalue_reference_v<X>&& detail::has_a_view<X>);
+
+/// The (batch, head, seq, head_dim) view of a (batch, seq, model) view or named tensor: no
+/// copy. Checks, reporting the first that fails: x is a view or a named tensor
+/// (split_heads_view_takes_a_view_or_a_named_tensor); its axes are (batch, seq, model)
+/// (axes_are_batch_seq_model); the model width is static, as the head width is part of the
+/// view's type (model_width_is_static); Heads divides it (heads_divide_width).
+template <std::size_t Heads, class X>
+constexpr auto split_heads_view(X&& x) {
+  if constexpr (!split_heads_view_takes_a_view_or_a_named_tensor<X&&>) {
+    static_assert(split_heads_view_takes_a_view_or_a_named_tensor<X&&>,
+                  "split_heads_view_takes_a_view_or_a_named_tensor: argus::split_heads_view<H>(x) "
+                  "views x's memory: x is an argus::tensor_view, or an argus::tensor with a name "
+                  "(a temporary's memory is gone at the end of the statement)");
+    return detail::rejected_view{};
+  } else {
+    const auto v = [&] {
+      if constexpr (detail::is_tensor_view<std::remove_cvref_t<X>>::value)
+        return x;
+      else
+        return x.view();
+    }();
+    using V = std::remove_cvref_t<decltype(v)>;
+    using S = typename V::shape_type;
+    using T = typename V::element_type;
+    if constexpr (!axes_are_batch_seq_model<S>) {
+      static_assert(axes_are_batch_seq_model<S>,
+                    "axes_are_batch_seq_model: argus::split_heads_view<H>(x) splits the model axis "
+                    "of a (batch, seq, model) view");
+      return detail::rejected_view{};
+    } else if constexpr (!model_width_is_static<static_extent_v<S, 2>>) {
+      static_assert(model_width_is_static<static_extent_v<S, 2>>,
+                    "model_width_is_static: argus::split_heads_view<H>(x) needs x's model width "
+                    "as a static extent (model<N>): the head width N / H is part of the view's "
+                    "type");
+      return detail::rejected_view{};
+    } else if constexpr (!heads_divide_width<static_extent_v<S, 2>, Heads>) {
+      static_assert(heads_divide_width<static_extent_v<S, 2>, Heads>,
+                    "heads_divide_width: argus::split_heads_view<H>(x) cuts x's model width into H "
+                    "heads of equal width");
+      return detail::rejected_view{};
+    } else {
+      return tensor_view<T, split_heads_shape<Heads, S>>{v.data(), split_layout<Heads>(v.layout())};
+    }
+  }
 }
 
 }  // namespace argus
