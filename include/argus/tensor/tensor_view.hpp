@@ -126,9 +126,11 @@ template <class T, class S>
 struct is_tensor_view<tensor_view<T, S>> : std::true_type {};
 /// What split_heads_view<H>(x) returns where a rule is broken (and reported).
 struct rejected_view {};
-/// x.view() is a tensor_view (argus::tensor, or a class derived from it).
+/// x is a named tensor: an lvalue whose view() is a tensor_view (argus::tensor, or a class
+/// derived from it).
 template <class X>
-concept has_a_view = requires(X x) {
+concept names_a_tensor = requires(X x) {
+  requires std::is_lvalue_reference_v<X>;
   requires is_tensor_view<std::remove_cvref_t<decltype(x.view())>>::value;
 };
 }  // namespace detail
@@ -138,8 +140,7 @@ concept has_a_view = requires(X x) {
 /// received x.
 template <class X>
 concept split_heads_view_takes_a_view_or_a_named_tensor =
-    detail::is_tensor_view<std::remove_cvref_t<X>>::value ||
-    (std::is_lvalue_reference_v<X>&& detail::has_a_view<X>);
+    detail::is_tensor_view<std::remove_cvref_t<X>>::value || detail::names_a_tensor<X>;
 
 /// The (batch, head, seq, head_dim) view of a (batch, seq, model) view or named tensor: no
 /// copy. Checks, reporting the first that fails: x is a view or a named tensor
