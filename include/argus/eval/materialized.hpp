@@ -12,6 +12,7 @@
 #pragma once
 
 #include <argus/tensor/aligned_buffer.hpp>
+#include <argus/tensor/tensor.hpp>
 #include <argus/tensor/tensor_view.hpp>
 
 #include <cstddef>
@@ -27,6 +28,7 @@ struct materialized {
   aligned_buffer<T> storage;  // empty when view reads memory owned elsewhere
   tensor_view<const T, S> view;
   T* destination = nullptr;  // the caller's elements the view reads, when the root writes there
+  storage_watch watch{};     // a borrowed tensor's storage (a leaf's watch), for later readers
 
   bool owns_storage() const noexcept { return storage.size() != 0 || view.size() == 0; }
   /// Writable access; only for results this evaluation allocated or writes into the caller's
@@ -140,6 +142,7 @@ materialized<T, R> relayout(materialized<T, S>&& m, const layout<R>& l) {
   const T* base = m.view.data();
   r.storage = std::move(m.storage);
   r.view = tensor_view<const T, R>(base, l);
+  r.watch = std::move(m.watch);
   return r;
 }
 

@@ -184,6 +184,11 @@ class packed_weight {
 
   /// The panels as a leaf carries them: kernel::pack_gemm_b's layout, `width` columns each.
   detail::packed_panels<T> panels() const noexcept { return {panels_.data(), width_}; }
+  /// A leaf over the elements that carries the panels and watches the storage of both (they
+  /// are replaced together: a packed_weight moved into or assigned releases its elements).
+  friend leaf<const T, S> as_expression(const packed_weight& w) noexcept {
+    return {w.view(), w.panels(), detail::tensor_access::watch(w.rows_)};
+  }
   /// Bytes held: the elements and the panels.
   std::size_t bytes() const noexcept { return (rows_.size() + panels_.size()) * sizeof(T); }
 
@@ -226,12 +231,9 @@ template <class T, Shape S>
 inline constexpr bool is_rejected<packed_weight<T, S>> = !packable<T, S>;
 }  // namespace detail
 
-/// A packed_weight as an operand: a leaf over its elements that carries its panels.
+/// A packed_weight as an operand: its as_expression (a friend) gives a leaf over its elements
+/// that carries its panels; a temporary is no operand.
 template <class T, Shape S>
-constexpr leaf<const T, S> as_expression(const packed_weight<T, S>& w) noexcept {
-  return {w.view(), w.panels()};
-}
-template <class T, Shape S>
-constexpr leaf<const T, S> as_expression(packed_weight<T, S>&& w) = delete;  // would dangle
+leaf<const T, S> as_expression(packed_weight<T, S>&& w) = delete;  // would dangle
 
 }  // namespace argus

@@ -58,7 +58,7 @@ value<R> make(const std::array<std::size_t, R>& ext) {
 struct evaluator {
   template <class T, Shape S>
   static value<S::rank()> eval(const leaf<T, S>& e) {
-    check_has_storage("argus::evaluate_reference", e.view.data(), e.view.size());
+    check_leaf_storage("argus::evaluate_reference", e);
     value<S::rank()> r = make<S::rank()>(e.view.shape().extents());
     std::array<std::size_t, S::rank()> c{};
     for (std::size_t n = 0; n < r.data.size(); ++n) {

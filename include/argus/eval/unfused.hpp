@@ -124,8 +124,10 @@ materialized<T, S> contiguous(materialized<T, S>&& m) {
 
 template <class T, Shape S, class Ev>
 materialized<std::remove_const_t<T>, S> unfused_step(const leaf<T, S>& e, const Ev&) {
-  check_has_storage("argus::evaluate", e.view.data(), e.view.size());
-  return borrow<std::remove_const_t<T>>(tensor_view<const std::remove_const_t<T>, S>(e.view));
+  check_leaf_storage("argus::evaluate", e);
+  auto m = borrow<std::remove_const_t<T>>(tensor_view<const std::remove_const_t<T>, S>(e.view));
+  m.watch = e.watch;  // a tape that keeps m checks it again before it reads m (grad/training.hpp)
+  return m;
 }
 
 // --- x·W + b ----------------------------------------------------------------------------

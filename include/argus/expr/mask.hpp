@@ -226,19 +226,20 @@ auto mask_operands(const additive_mask<T, S>& m) {
   return std::tuple(m.values.view);
 }
 
-/// Throws shape_error when a mask reads a moved-from tensor (checked when it is evaluated).
+/// Throws shape_error when a mask reads a moved-from tensor or one whose storage is gone
+/// (check_leaf_storage; checked when it is evaluated).
 inline void check_mask_storage(const causal_mask&) {}
 template <class M, class S>
 void check_mask_storage(const ignore_keys_mask<M, S>& m) {
-  check_has_storage("argus::mask(ignore_keys)", m.keys.view.data(), m.keys.view.size());
+  check_leaf_storage("argus::mask(ignore_keys)", m.keys);
 }
 template <class M, class S>
 void check_mask_storage(const ignore_mask<M, S>& m) {
-  check_has_storage("argus::mask(ignore_where)", m.pairs.view.data(), m.pairs.view.size());
+  check_leaf_storage("argus::mask(ignore_where)", m.pairs);
 }
 template <class T, class S>
 void check_mask_storage(const additive_mask<T, S>& m) {
-  check_has_storage("argus::mask(add_to_scores)", m.values.view.data(), m.values.view.size());
+  check_leaf_storage("argus::mask(add_to_scores)", m.values);
 }
 }  // namespace detail
 

@@ -6,15 +6,20 @@
 //
 // Operands are held by value. A tensor_view is a value; an owning argus::tensor becomes a
 // leaf holding a view of it, that is, a reference: the tensor must outlive the expression.
-// A temporary tensor is rejected at compile time for that reason.
+// A temporary tensor is rejected at compile time for that reason. The leaf also watches the
+// tensor's storage (detail::storage_state): evaluating it after the storage is gone (the
+// tensor destroyed, moved into, or assigned a tensor of another shape) throws shape_error
+// instead of reading freed memory. A view of memory owned elsewhere is not watched.
 #pragma once
 
+#include <argus/diagnostics/check.hpp>
 #include <argus/diagnostics/relations.hpp>
 #include <argus/shape/shape.hpp>
 #include <argus/tensor/tensor_concepts.hpp>
 
 #include <array>
 #include <cstddef>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -42,7 +47,9 @@ struct packed_panels {
 
 /// A leaf: a tensor read through a view. Element type T is the value type, possibly const.
 /// A leaf of a packed_weight also carries its panels, which projections may read instead of
-/// packing the view's elements on every call; every other reader sees the view.
+/// packing the view's elements on every call; every other reader sees the view. A leaf of an
+/// owning tensor (or packed_weight) watches its storage; evaluators read a leaf only after
+/// detail::check_leaf_storage.
 template <class T, Shape S>
 struct leaf {
   static constexpr bool is_expression = true;
@@ -50,24 +57,57 @@ struct leaf {
   using shape_type = S;
   tensor_view<T, S> view;
   detail::packed_panels<value_type> packed{};
-  constexpr S shape() const noexcept { return view.shape(); }
+  detail::storage_watch watch{};
+  S shape() const noexcept { return view.shape(); }
 };
 
-/// The expression for an operand: an expression as is, a tensor or view as a leaf.
+namespace detail {
+/// Throws shape_error when w watches storage that is gone. The message names `what` (say
+/// "the input x_q"), or else "an operand of <size> elements".
+inline void check_storage_kept(const char* op, const storage_watch& w, std::size_t size,
+                               const char* what = nullptr) {
+  if (w && w->released)
+    throw shape_error(
+        std::string(op) + ": " +
+        (what != nullptr ? std::string(what)
+                         : "an operand of " + std::to_string(size) + " elements") +
+        " reads a tensor whose storage is gone: after the expression was built, the tensor was "
+        "destroyed, moved into (x = std::move(y), x = evaluate(...)) or assigned a tensor of "
+        "another shape; build the expression again (a copy-assignment of the same shape keeps "
+        "the storage)");
+}
+/// Throws shape_error unless leaf e can be read: when the storage of the tensor it was built on
+/// is gone, or when it has elements but no storage (check_has_storage). `op` names the entry
+/// point.
+template <class T, Shape S>
+void check_leaf_storage(const char* op, const leaf<T, S>& e) {
+  check_storage_kept(op, e.watch, e.view.size());
+  check_has_storage(op, e.view.data(), e.view.size());
+}
+}  // namespace detail
+
+/// The expression for an operand: an expression as is (moved from when it is a temporary, as
+/// the nodes that entry points return are: their leaves' storage watches are moved, not copied),
+/// a tensor or view as a leaf.
 template <Expression E>
 constexpr E as_expression(const E& e) noexcept {
   return e;
 }
+template <class E>
+  requires(Expression<E> && !std::is_reference_v<E>)
+constexpr E as_expression(E&& e) noexcept {
+  return std::forward<E>(e);  // E is no reference: a move
+}
 template <class T, Shape S>
-constexpr leaf<const T, S> as_expression(const tensor_view<T, S>& v) noexcept {
+leaf<const T, S> as_expression(const tensor_view<T, S>& v) noexcept {
   return {v};
 }
 template <class T, Shape S>
-constexpr leaf<const T, S> as_expression(const tensor<T, S>& t) noexcept {
-  return {t.view()};
+leaf<const T, S> as_expression(const tensor<T, S>& t) noexcept {
+  return {t.view(), {}, detail::tensor_access::watch(t)};
 }
 template <class T, Shape S>
-constexpr leaf<const T, S> as_expression(tensor<T, S>&& t) = delete;  // would dangle: see above
+leaf<const T, S> as_expression(tensor<T, S>&& t) = delete;  // would dangle: see above
 
 namespace detail {
 /// True for the operand types that own their elements and that expressions hold by reference:

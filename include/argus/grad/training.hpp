@@ -139,6 +139,9 @@ class training_tape {
   detail::materialized<T, SQ> x_q_;
   detail::materialized<T, SK> x_k_;
   detail::materialized<T, SV> x_v_;
+  // The storage of the module's weights and biases as the forward pass read them (w_q, w_k, w_v,
+  // w_o, b_q, b_k, b_v, b_o): backward reads them again, and throws if one has gone since.
+  std::array<detail::storage_watch, 8> weights_{};
   dropout dropout_{};
   aligned_buffer<T> q_, k_, v_, a_,
       lse_;  // (B,SEQ_Q,H*D_K) (B,SEQ_KV,G*D_K) (B,SEQ_KV,G*D_V) (B,SEQ_Q,H*D_V) (B,H,SEQ_Q)
@@ -289,6 +292,17 @@ struct tape_access {
     using M = typename Tape::module_type;
     using G = typename Tape::gradients_type;
     Tape& t = const_cast<Tape&>(ct);  // problem() takes non-const pointers; nothing of t is written
+    // An input or a weight the forward pass read whose storage went since (destroyed, moved
+    // into, assigned another shape): backward would read freed memory, or other weights.
+    // Checked before the module is read at all (it may be gone with its weights).
+    check_storage_kept("argus::backward", t.x_q_.watch, 0, "the input x_q");
+    check_storage_kept("argus::backward", t.x_k_.watch, 0, "the input x_k");
+    check_storage_kept("argus::backward", t.x_v_.watch, 0, "the input x_v");
+    static constexpr const char* weights[] = {
+        "the module's w_q", "the module's w_k", "the module's w_v", "the module's w_o",
+        "the module's b_q", "the module's b_k", "the module's b_v", "the module's b_o"};
+    for (std::size_t i = 0; i < t.weights_.size(); ++i)
+      check_storage_kept("argus::backward", t.weights_[i], 0, weights[i]);
     const M& m = *t.module_;
     check_module_storage("argus::backward", m);  // moved from since the forward pass
     const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
@@ -359,6 +373,12 @@ struct tape_access {
     training_tape<Module, Policy, E, SQ, SK, SV> t(m, std::move(e), std::move(xq), std::move(xk),
                                                    std::move(xv));
     t.dropout_ = d;
+    t.weights_ = {tensor_access::watch(m.w_q), tensor_access::watch(m.w_k),
+                  tensor_access::watch(m.w_v), tensor_access::watch(m.w_o)};
+    if constexpr (Module::has_bias) {
+      t.weights_[4] = tensor_access::watch(m.b_q), t.weights_[5] = tensor_access::watch(m.b_k);
+      t.weights_[6] = tensor_access::watch(m.b_v), t.weights_[7] = tensor_access::watch(m.b_o);
+    }
     return t;
   }
 };
@@ -758,6 +778,9 @@ struct attention_tape_access {
 
   template <class Tape, class Policy, class T>
   static typename Tape::gradients_type backward(const Tape& t, const T* dout, Policy) {
+    check_storage_kept("argus::backward", t.q_.watch, 0, "the tensor of q");
+    check_storage_kept("argus::backward", t.k_.watch, 0, "the tensor of k");
+    check_storage_kept("argus::backward", t.v_.watch, 0, "the tensor of v");
     typename Tape::gradients_type g(t.q_.view.shape(), t.k_.view.shape(), t.v_.view.shape());
     mask_storage<T> keep;
     kernel::attention_backward_problem<T> bp;

@@ -5,6 +5,8 @@
 //
 // Expressions hold owning tensors by reference: keep a tensor alive while an expression
 // that names it is in use, and assign results to a tensor, not to `auto` of an expression.
+// An expression that outlives its tensor's storage (the tensor destroyed, moved into, or
+// assigned a tensor of another shape) throws shape_error when evaluated, and reads nothing.
 #pragma once
 
 #include <argus/tensor/aligned_buffer.hpp>
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -27,6 +30,19 @@ concept value_type_is_not_const = !std::is_const_v<T>;
 
 namespace detail {
 struct tensor_access;
+
+/// Whether a tensor's storage is still its. Shared by the tensor and the leaves of the
+/// expressions built on it (expr/node.hpp): the tensor sets `released` when its storage goes
+/// (it is destroyed, moved into, or assigned a tensor of another shape), and evaluating a leaf
+/// whose storage was released throws shape_error instead of reading freed memory. It moves with
+/// the storage: a tensor moved from hands it to the tensor moved into, and expressions built on
+/// the first read the second's (the same) elements.
+struct storage_state {
+  bool released = false;
+};
+/// What a leaf keeps of its tensor: the storage's state, or null (a view of memory owned
+/// elsewhere, which is not watched).
+using storage_watch = std::shared_ptr<const storage_state>;
 
 /// The rules of tensor<T, S>'s value type, in the order they are reported; true when all hold.
 /// With Report, the first broken one is a static_assert naming it.
@@ -71,23 +87,41 @@ class tensor {
   template <class... I>
   explicit tensor(I... dynamic) : tensor(shape_from_run_time_extents(dynamic...)) {}
   /// From a shape object; elements are zero.
-  explicit tensor(const S& s) : shape_(s), buffer_(s.size()) {}
+  explicit tensor(const S& s) : shape_(s), buffer_(s.size()), state_(state_for(buffer_)) {}
 
-  tensor(const tensor&) = default;
-  tensor& operator=(const tensor&) = default;
+  tensor(const tensor& o) : shape_(o.shape_), buffer_(o.buffer_), state_(state_for(buffer_)) {}
+  /// From a tensor of the same shape, the elements are copied into this tensor's storage, and
+  /// expressions built on it read the new values. From one of another shape, this tensor takes
+  /// new storage, and expressions built on it throw shape_error when evaluated.
+  tensor& operator=(const tensor& o) {
+    if (this == &o) return *this;
+    if (shape_ == o.shape_ && buffer_.size() == o.buffer_.size()) {
+      buffer_ = o.buffer_;  // in place
+      return *this;
+    }
+    tensor copy(o);
+    return *this = std::move(copy);
+  }
   /// A moved-from tensor is empty: its run-time extents are 0, and it has no storage. When
   /// every extent is static it keeps them, and evaluating an expression that reads it throws
-  /// shape_error ("moved-from tensor").
+  /// shape_error ("moved-from tensor"). Expressions built on o before the move read this
+  /// tensor's elements (the same storage).
   tensor(tensor&& o) noexcept
-      : shape_(std::exchange(o.shape_, S{})), buffer_(std::move(o.buffer_)) {}
+      : shape_(std::exchange(o.shape_, S{})),
+        buffer_(std::move(o.buffer_)),
+        state_(std::move(o.state_)) {}
+  /// This tensor takes o's storage; its own goes, and expressions built on this tensor before
+  /// throw shape_error when evaluated (build them again). Those built on o read this tensor.
   tensor& operator=(tensor&& o) noexcept {
     if (this != &o) {
+      release();
       shape_ = std::exchange(o.shape_, S{});
       buffer_ = std::move(o.buffer_);
+      state_ = std::move(o.state_);
     }
     return *this;
   }
-  ~tensor() = default;
+  ~tensor() { release(); }
 
   static constexpr std::size_t rank() noexcept { return S::rank(); }
   const S& shape() const noexcept { return shape_; }
@@ -120,8 +154,18 @@ class tensor {
 
  private:
   friend struct detail::tensor_access;
-  tensor(const S& s, aligned_buffer<storage_type>&& b) noexcept
-      : shape_(s), buffer_(std::move(b)) {}
+  tensor(const S& s, aligned_buffer<storage_type>&& b)
+      : shape_(s), buffer_(std::move(b)), state_(state_for(buffer_)) {}
+
+  /// A fresh state for storage b, or none when b holds nothing.
+  static std::shared_ptr<detail::storage_state> state_for(const aligned_buffer<storage_type>& b) {
+    return b.size() == 0 ? nullptr : std::make_shared<detail::storage_state>();
+  }
+  /// Marks this tensor's storage as gone, for the leaves that watch it.
+  void release() noexcept {
+    if (state_) state_->released = true;
+    state_.reset();
+  }
 
   /// The row-major offset of the element at (i, j, ...), whose rule it reports.
   template <class... I>
@@ -162,14 +206,20 @@ class tensor {
 
   S shape_;
   aligned_buffer<storage_type> buffer_;
+  std::shared_ptr<detail::storage_state> state_;
 };
 
 namespace detail {
 /// For evaluators: a tensor that takes over a row-major buffer of exactly s.size() elements.
 struct tensor_access {
   template <class T, Shape S>
-  static tensor<T, S> adopt(const S& s, aligned_buffer<T>&& b) noexcept {
+  static tensor<T, S> adopt(const S& s, aligned_buffer<T>&& b) {
     return tensor<T, S>(s, std::move(b));
+  }
+  /// The state of t's storage, for a leaf over it.
+  template <class T, Shape S>
+  static storage_watch watch(const tensor<T, S>& t) noexcept {
+    return t.state_;
   }
 };
 }  // namespace detail

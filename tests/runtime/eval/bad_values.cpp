@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -338,6 +339,82 @@ BOOST_AUTO_TEST_CASE(evaluating_a_moved_from_static_tensor_throws_shape_error) {
   // holds the view it was built with).
   k = taken;
   BOOST_TEST(evaluate(attend(softmax(scores(q, k)), v), fused).size() == 48u);
+}
+
+// An expression keeps views of its tensors. One whose tensor's storage went after it was built
+// (the tensor destroyed, moved into, assigned a tensor of another shape) read freed memory
+// (ASan: heap-use-after-free) or another tensor's elements through the buffer cache; it throws
+// shape_error now, in every evaluator, naming what to do. What keeps the storage still works.
+BOOST_AUTO_TEST_CASE(an_expression_whose_tensor_lost_its_storage_throws_shape_error) {
+  using act = shape<batch<>, seq<>, model<16>>;  // (B,SEQ,16)
+  multi_head_attention<16, 2> mha;
+  randomize(mha.w_q, 0.25), randomize(mha.w_k, 0.25), randomize(mha.w_v, 0.25);
+  randomize(mha.w_o, 0.25);
+  tensor<float, act> x(2, 5), same(2, 5), longer(2, 7);
+  randomize(x), randomize(same), randomize(longer);
+  auto storage_gone = [](const shape_error& e) {
+    return std::string(e.what()).find("storage is gone") != std::string::npos;
+  };
+  auto check_gone = [&](const auto& e) {
+    BOOST_CHECK_EXCEPTION(evaluate(e, fused), shape_error, storage_gone);
+    BOOST_CHECK_EXCEPTION(evaluate(e, unfused), shape_error, storage_gone);
+    BOOST_CHECK_EXCEPTION(evaluate_reference(e), shape_error, storage_gone);
+  };
+  {  // moved into: by a named tensor, and by a result
+    const auto e = mha.forward(x);
+    x = tensor<float, act>(2, 5);
+    check_gone(e);
+    const auto e2 = mha.forward(x);
+    x = evaluate(mha.forward(same), fused);
+    check_gone(e2);
+  }
+  {  // assigned a tensor of another shape (copy), and destroyed
+    randomize(x);
+    const auto e = mha.forward(x);
+    x = longer;
+    check_gone(e);
+    auto gone = std::make_unique<tensor<float, act>>(same);
+    const auto e2 = mha.forward(*gone);
+    gone.reset();
+    check_gone(e2);
+  }
+  {  // a copy of the same shape goes into the same storage: the expression reads the new values
+    x = tensor<float, act>(2, 5);  // x is (2, 7) here
+    randomize(x);
+    const auto e = mha.forward(x);
+    x = same;
+    const auto want = evaluate(mha.forward(same), unfused);
+    BOOST_TEST(test::max_rel_diff(evaluate(e, fused), want) < 1e-5);
+    BOOST_TEST(test::max_rel_diff(evaluate(e, unfused), want) < 1e-5);
+    // Moved from, the storage lives on in the tensor moved into, which the expression reads.
+    tensor<float, act> moved = std::move(x);
+    BOOST_TEST(test::max_rel_diff(evaluate(e, fused), want) < 1e-5);
+    BOOST_TEST(test::max_rel_diff(evaluate_reference(e), want) < 1e-4);
+    x = std::move(moved);
+  }
+  {  // a module's weights, moved into with another module
+    const auto e = mha.forward(x);
+    mha = multi_head_attention<16, 2>{};
+    check_gone(e);
+  }
+  {  // a packed_weight, and a mask's tensor
+    const packed_weight<float, shape<model<16>, model<16>>> w(mha.w_q);
+    auto pw = std::make_unique<packed_weight<float, shape<model<16>, model<16>>>>(w);
+    const auto e = project(x, *pw);
+    *pw = w;  // copied: new storage
+    check_gone(e);
+    tensor<bool, shape<batch<>, seq<>>> padding(2, 5);
+    const auto m = mha.forward(x, ignore_keys(padding));
+    padding = tensor<bool, shape<batch<>, seq<>>>(2, 5);
+    auto names_mask = [](const shape_error& err) {
+      const std::string what = err.what();
+      return what.find("storage is gone") != std::string::npos &&
+             what.find("argus::mask(ignore_keys)") != std::string::npos;
+    };
+    BOOST_CHECK_EXCEPTION(evaluate(m, fused), shape_error, names_mask);
+    BOOST_CHECK_EXCEPTION(evaluate(m, unfused), shape_error, names_mask);
+    BOOST_CHECK_EXCEPTION(evaluate_reference(m), shape_error, names_mask);
+  }
 }
 
 // A thread count past any machine's (SIZE_MAX, 2^63) is taken as kernel's max_threads: the

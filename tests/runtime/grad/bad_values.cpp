@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -478,5 +479,71 @@ BOOST_AUTO_TEST_CASE(a_moved_from_module_throws_shape_error_naming_its_tensor) {
     BOOST_CHECK_EXCEPTION((void)argus::backward(tape, d, argus::fused), argus::shape_error,
                           names("argus::backward", "the module's w_q"));
     m = gone;
+  }
+}
+
+// A tape reads the inputs and the module's weights again in backward. One whose input or weight
+// lost its storage after the forward pass (moved into, assigned another shape) read freed memory,
+// or gradients of other weights; backward throws shape_error naming it now. A copy of the same
+// shape goes into the same storage and is read as it is then.
+BOOST_AUTO_TEST_CASE(a_tape_whose_tensors_lost_their_storage_throws_shape_error) {
+  using M = argus::multi_head_attention<16, 2>;
+  using act = argus::tensor<float, argus::shape<argus::batch<>, argus::seq<>, argus::model<16>>>;
+  M m;
+  act x(1, 3), d(1, 3);
+  test::randomize(x), test::randomize(d);
+  auto names = [](const char* what) {
+    return [=](const argus::shape_error& e) {
+      const std::string w = e.what();
+      return w.find("argus::backward") != std::string::npos && w.find(what) != std::string::npos &&
+             w.find("storage is gone") != std::string::npos;
+    };
+  };
+  {
+    auto tape = argus::forward_for_training(m, argus::fused, x);
+    x = act(1, 3);
+    BOOST_CHECK_EXCEPTION((void)argus::backward(tape, d, argus::fused), argus::shape_error,
+                          names("the input x_q"));
+  }
+  {
+    auto tape = argus::forward_for_training(m, argus::unfused, x);
+    m = M{};
+    BOOST_CHECK_EXCEPTION((void)argus::backward(tape, d, argus::unfused), argus::shape_error,
+                          names("the module's w_q"));
+  }
+  {  // the same shape, copied: read as it is at backward
+    const act same = x;
+    auto tape = argus::forward_for_training(m, argus::fused, x);
+    x = same;
+    BOOST_TEST(argus::backward(tape, d, argus::fused).x_q.size() == x.size());
+  }
+  {  // a mask's tensor
+    argus::tensor<bool, argus::shape<argus::batch<>, argus::seq<>>> padding(1, 3);
+    auto tape = argus::forward_for_training(m, argus::fused, x, argus::ignore_keys(padding));
+    padding = argus::tensor<bool, argus::shape<argus::batch<>, argus::seq<>>>(1, 3);
+    BOOST_CHECK_EXCEPTION((void)argus::backward(tape, d, argus::fused), argus::shape_error,
+                          [](const argus::shape_error& e) {
+                            const std::string w = e.what();
+                            return w.find("argus::mask(ignore_keys)") != std::string::npos &&
+                                   w.find("storage is gone") != std::string::npos;
+                          });
+  }
+  {  // a module destroyed with its weights
+    auto gone = std::make_unique<M>();
+    auto tape = argus::forward_for_training(*gone, argus::fused, x);
+    gone.reset();
+    BOOST_CHECK_EXCEPTION((void)argus::backward(tape, d, argus::fused), argus::shape_error,
+                          names("the module's w_q"));
+  }
+  {  // an attention core: q's tensor
+    q_t q(1, 5);
+    k_t k(1, 6), v(1, 6);
+    test::randomize(q), test::randomize(k), test::randomize(v);
+    auto tape = argus::forward_for_training(argus::attend(argus::softmax(argus::scores(q, k)), v),
+                                            argus::fused);
+    q = q_t(1, 5);
+    tensor<double, shape<batch<>, head<heads>, seq<>, head_dim<d_k>>> dout(1, 5);
+    BOOST_CHECK_EXCEPTION((void)argus::backward(tape, dout, argus::fused), argus::shape_error,
+                          names("the tensor of q"));
   }
 }
