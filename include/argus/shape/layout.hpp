@@ -8,8 +8,19 @@
 
 #include <array>
 #include <cstddef>
+#include <type_traits>
 
 namespace argus {
+
+/// x(i, j, ...) of a tensor, view or layout: one index per axis, as many as the shape's rank.
+template <std::size_t Given, std::size_t Rank>
+concept one_index_per_axis = Given == Rank;
+/// x(i, j, ...): the indices are integers, or what converts to std::size_t as they do (an enum,
+/// an index type of the user's), but never floating-point (1.5 was converted silently, its
+/// fraction dropped).
+template <class... I>
+concept indices_are_integers = ((std::is_convertible_v<I, std::size_t> &&
+                                 !std::is_floating_point_v<I>)&&...);
 
 template <Shape S>
 struct layout {
@@ -32,13 +43,25 @@ struct layout {
 
   constexpr std::size_t extent(std::size_t i) const noexcept { return shape.extent(i); }
 
-  /// post: offset(c) == sum_i c[i] * stride[i]
+  /// The offset of (i, j, ...): one integer index per axis (one_index_per_axis,
+  /// indices_are_integers, reported here). post: offset(c) == sum_i c[i] * stride[i]
   template <class... I>
-  constexpr std::size_t operator()(I... idx) const noexcept requires(sizeof...(I) == S::rank()) {
-    const std::array<std::size_t, S::rank()> c{static_cast<std::size_t>(idx)...};
-    std::size_t off = 0;
-    for (std::size_t i = 0; i < S::rank(); ++i) off += c[i] * stride[i];
-    return off;
+  constexpr std::size_t operator()(I... idx) const noexcept {
+    if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
+      static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
+                    "one_index_per_axis: argus::layout<S>(i, j, ...) takes one index per axis of "
+                    "S");
+      return 0;
+    } else if constexpr (!indices_are_integers<I...>) {
+      static_assert(indices_are_integers<I...>,
+                    "indices_are_integers: argus::layout<S>(i, j, ...) takes integer indices");
+      return 0;
+    } else {
+      const std::array<std::size_t, S::rank()> c{static_cast<std::size_t>(idx)...};
+      std::size_t off = 0;
+      for (std::size_t i = 0; i < S::rank(); ++i) off += c[i] * stride[i];
+      return off;
+    }
   }
 
   /// True when the elements occupy [0, size) in row-major order: every stride is the

@@ -27,6 +27,11 @@ concept value_type_is_arithmetic = std::is_arithmetic_v<T>;
 /// tensor<T, S> owns its elements, so T is not const (read-only elements: tensor_view<const T, S>).
 template <class T>
 concept value_type_is_not_const = !std::is_const_v<T>;
+/// x.view() of a tensor that is not a temporary: a temporary's storage goes at the end of the
+/// statement, and a view of it would point at freed memory (std::ranges refuses iterators into
+/// a temporary container for the same reason). X is the tensor's reference type.
+template <class X>
+concept view_of_a_named_tensor = std::is_lvalue_reference_v<X>;
 
 namespace detail {
 struct tensor_access;
@@ -134,8 +139,16 @@ class tensor {
   const T* begin() const noexcept { return data(); }
   const T* end() const noexcept { return data() + size(); }
 
-  tensor_view<T, S> view() noexcept { return {data(), shape_}; }
-  tensor_view<const T, S> view() const noexcept { return {data(), shape_}; }
+  tensor_view<T, S> view() & noexcept { return {data(), shape_}; }
+  tensor_view<const T, S> view() const& noexcept { return {data(), shape_}; }
+  /// Of a temporary: reported (view_of_a_named_tensor). A temporary still converts to a view
+  /// where a function takes one, for the length of that call.
+  tensor_view<T, S> view() && noexcept {
+    static_assert(view_of_a_named_tensor<tensor&&>,
+                  "view_of_a_named_tensor: x.view() of a temporary argus::tensor would point at "
+                  "freed memory once the statement ends; name the tensor first");
+    return {data(), shape_};
+  }
   operator tensor_view<T, S>() noexcept { return view(); }
   operator tensor_view<const T, S>() const noexcept { return view(); }
 

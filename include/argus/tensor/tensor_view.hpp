@@ -18,16 +18,6 @@ namespace argus {
 template <class P, class T>
 concept pointer_element_type_is_the_views = std::is_convertible_v<P, T*>;
 
-/// x(i, j, ...) of a tensor or view: one index per axis, as many as the shape's rank.
-template <std::size_t Given, std::size_t Rank>
-concept one_index_per_axis = Given == Rank;
-/// x(i, j, ...): the indices are integers, or what converts to std::size_t as they do (an enum,
-/// an index type of the user's), but never floating-point (1.5 was converted silently, its
-/// fraction dropped).
-template <class... I>
-concept indices_are_integers = ((std::is_convertible_v<I, std::size_t> &&
-                                 !std::is_floating_point_v<I>)&&...);
-
 template <class T, Shape S>
 class tensor_view {
  public:
