@@ -4,10 +4,14 @@
 // varies fastest) is the default; other strides describe views such as split heads.
 #pragma once
 
+#include <argus/config.hpp>
+#include <argus/diagnostics/check.hpp>
 #include <argus/shape/shape.hpp>
 
 #include <array>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace argus {
@@ -21,6 +25,37 @@ concept one_index_per_axis = Given == Rank;
 template <class... I>
 concept indices_are_integers = ((std::is_convertible_v<I, std::size_t> &&
                                  !std::is_floating_point_v<I>)&&...);
+
+namespace detail {
+/// Whether element access checks its indices and storage (ARGUS_CHECKED_ACCESS, config.hpp).
+inline constexpr bool checked_access = ARGUS_CHECKED_ACCESS != 0;
+
+/// For element access under ARGUS_CHECKED_ACCESS: throws shape_error when elements of shape s
+/// have no storage (data null), and std::out_of_range when an index is not below its axis's
+/// extent, naming the axis, the extent and the index (a negative one as such). `op` names the
+/// access, e.g. "argus::tensor(i, j, ...)".
+template <class I>
+constexpr bool is_negative(I i) noexcept {
+  if constexpr (std::is_signed_v<I>)
+    return i < 0;
+  else
+    return false;
+}
+template <Shape S, class... I>
+void check_access(const char* op, const S& s, const void* data, I... idx) {
+  check_has_storage(op, data, s.size());
+  const std::array<std::size_t, S::rank()> c{static_cast<std::size_t>(idx)...};
+  const std::array<bool, S::rank()> negative{is_negative(idx)...};
+  for (std::size_t i = 0; i < S::rank(); ++i)
+    if (negative[i] || c[i] >= s.extent(i))
+      throw std::out_of_range(
+          std::string(op) + ": the index on axis " + std::to_string(i) + " (" +
+          axis_kind_names<S>[i] + ") is " +
+          (negative[i] ? std::to_string(static_cast<long long>(c[i])) : std::to_string(c[i])) +
+          ", but the axis's extent is " + std::to_string(s.extent(i)) +
+          "; an index lies in [0, extent)");
+}
+}  // namespace detail
 
 template <Shape S>
 struct layout {

@@ -152,13 +152,15 @@ class tensor {
   operator tensor_view<T, S>() noexcept { return view(); }
   operator tensor_view<const T, S>() const noexcept { return view(); }
 
-  /// The element at (i, j, ...): one index per axis (one_index_per_axis).
+  /// The element at (i, j, ...): one index per axis (one_index_per_axis). Under
+  /// ARGUS_CHECKED_ACCESS (config.hpp) each index is checked against its extent, and a
+  /// moved-from tensor throws.
   template <class... I>
-  T& operator()(I... idx) noexcept {
+  T& operator()(I... idx) noexcept(!detail::checked_access) {
     return data()[offset(idx...)];
   }
   template <class... I>
-  const T& operator()(I... idx) const noexcept {
+  const T& operator()(I... idx) const noexcept(!detail::checked_access) {
     return data()[offset(idx...)];
   }
 
@@ -182,7 +184,7 @@ class tensor {
 
   /// The row-major offset of the element at (i, j, ...), whose rule it reports.
   template <class... I>
-  std::size_t offset(I... idx) const noexcept {
+  std::size_t offset(I... idx) const noexcept(!detail::checked_access) {
     if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
       static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
                     "one_index_per_axis: argus::tensor<T, S>(i, j, ...) takes one index per axis "
@@ -193,6 +195,8 @@ class tensor {
                     "indices_are_integers: argus::tensor<T, S>(i, j, ...) takes integer indices");
       return 0;
     } else {
+      if constexpr (detail::checked_access)
+        detail::check_access("argus::tensor(i, j, ...)", shape_, data(), idx...);
       return layout<S>::row_major(shape_)(idx...);
     }
   }

@@ -64,8 +64,10 @@ class tensor_view {
   constexpr std::size_t size() const noexcept { return layout_.shape.size(); }
 
   /// The element at (i, j, ...): one index per axis (one_index_per_axis).
+  /// Under ARGUS_CHECKED_ACCESS (config.hpp) each index is checked against its extent, and a
+  /// view of a null pointer throws.
   template <class... I>
-  constexpr T& operator()(I... idx) const noexcept {
+  constexpr T& operator()(I... idx) const noexcept(!detail::checked_access) {
     if constexpr (!one_index_per_axis<sizeof...(I), S::rank()>) {
       static_assert(one_index_per_axis<sizeof...(I), S::rank()>,
                     "one_index_per_axis: argus::tensor_view<T, S>(i, j, ...) takes one index per "
@@ -77,6 +79,9 @@ class tensor_view {
                     "indices");
       return *data_;
     } else {
+      if constexpr (detail::checked_access)
+        if (!std::is_constant_evaluated())
+          detail::check_access("argus::tensor_view(i, j, ...)", shape(), data_, idx...);
       return data_[layout_(idx...)];
     }
   }
