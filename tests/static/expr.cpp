@@ -85,6 +85,14 @@ static_assert(argus::Expression<argus::expression_t<const activation&>>);
 static_assert(std::is_same_v<argus::expression_t<const activation&>,
                              argus::leaf<const float, shape<batch<2>, seq<16>, model<64>>>>);
 static_assert(argus::Expression<split_t<8, const activation&>>);
+// An expression is its own expression type however it is passed: a temporary is moved, a const
+// one copied (never a const node type, which no evaluator's pattern would match).
+static_assert(std::is_same_v<argus::expression_t<split_t<8, const activation&>>,
+                             split_t<8, const activation&>>);
+static_assert(std::is_same_v<argus::expression_t<const split_t<8, const activation&>>,
+                             split_t<8, const activation&>>);
+static_assert(std::is_same_v<argus::expression_t<const split_t<8, const activation&>&>,
+                             split_t<8, const activation&>>);
 static_assert(
     std::is_same_v<argus::shape_of<const activation&>, shape<batch<2>, seq<16>, model<64>>>);
 static_assert(std::is_same_v<argus::value_type_of<const activation&>, float>);

@@ -94,7 +94,7 @@ constexpr E as_expression(const E& e) noexcept {
   return e;
 }
 template <class E>
-  requires(Expression<E> && !std::is_reference_v<E>)
+  requires(Expression<E> && !std::is_reference_v<E> && !std::is_const_v<E>)
 constexpr E as_expression(E&& e) noexcept {
   return std::forward<E>(e);  // E is no reference: a move
 }
