@@ -9,15 +9,16 @@
 //
 // The tape keeps the projected Q, K, V and the merged attention output A (each in the
 // merged (batch, seq, heads · d) layout), the per-row log-sum-exp of the scores, and the
-// output; it reads the module's weights, the inputs and the masks by reference, so they
-// must outlive it. backward(tape, dout, policy) returns a gradients<...> struct: the
-// attention core's gradients come from kernel::attention_backward_unfused (unfused: P and
-// dP materialised per head) or kernel::flash_attention_backward (fused: FlashAttention-2,
-// no (seq_q × seq_kv) buffer), and every parameter gradient from kernel::gemm. Dropout on the
-// attention weights (argus::dropout{rate, seed}) drops the weights kernel/dropout.hpp
-// chooses from (seed, batch item, head, query, key): both evaluators drop the same ones, and
-// the backward pass recomputes them from the seed the tape keeps.
-// The same two calls train attention written as an expression: forward_for_training(e,
+// output; it reads the module's weights, the inputs and the masks by reference, so their
+// storage must outlive it (backward throws shape_error naming one whose storage went; the
+// module itself may move, as its storage moves with it). backward(tape, dout, policy) returns a
+// gradients<...> struct: the attention core's gradients come from
+// kernel::attention_backward_unfused (unfused: P and dP materialised per head) or
+// kernel::flash_attention_backward (fused: FlashAttention-2, no (seq_q × seq_kv) buffer), and every
+// parameter gradient from kernel::gemm. Dropout on the attention weights (argus::dropout{rate,
+// seed}) drops the weights kernel/dropout.hpp chooses from (seed, batch item, head, query, key):
+// both evaluators drop the same ones, and the backward pass recomputes them from the seed the tape
+// keeps. The same two calls train attention written as an expression: forward_for_training(e,
 // policy) on attend(softmax([masks](scores(q, k))), v) (or merge_heads of it), and backward
 // returns attention_gradients: dL/dq, dL/dk, dL/dv typed as the operands.
 // docs/explanation/training.md explains the design.
@@ -105,7 +106,9 @@ struct tape_access;
 }
 
 /// What forward_for_training keeps for backward: see the top of this header. Movable, not
-/// copyable (it is large); Module, the inputs and the masks must outlive it.
+/// copyable (it is large). The module's weights, the inputs and the masks must keep their storage
+/// until backward (the module may move: its tensors' storage moves with it); backward throws
+/// shape_error naming one whose storage went.
 template <class Module, class Policy, class E, Shape SQ, Shape SK, Shape SV>
 class training_tape {
  public:
@@ -125,23 +128,24 @@ class training_tape {
  private:
   friend struct detail::tape_access;
   using T = value_type;
-  training_tape(const Module& m, E e, detail::materialized<T, SQ> xq,
-                detail::materialized<T, SK> xk, detail::materialized<T, SV> xv)
-      : module_(&m),
-        expr_(std::move(e)),
+  training_tape(E e, detail::materialized<T, SQ> xq, detail::materialized<T, SK> xk,
+                detail::materialized<T, SV> xv)
+      : expr_(std::move(e)),
         x_q_(std::move(xq)),
         x_k_(std::move(xk)),
         x_v_(std::move(xv)),
         out_(expr_.shape()) {}
 
-  const Module* module_;
   E expr_;  // the module's forward expression: masks and extents
   detail::materialized<T, SQ> x_q_;
   detail::materialized<T, SK> x_k_;
   detail::materialized<T, SV> x_v_;
   // The storage of the module's weights and biases as the forward pass read them (w_q, w_k, w_v,
-  // w_o, b_q, b_k, b_v, b_o): backward reads them again, and throws if one has gone since.
+  // w_o, b_q, b_k, b_v, b_o), and the weights' elements: backward reads them again, through
+  // these and not through the module (which may have moved, and been destroyed, since: its
+  // storage moves with its tensors), and throws if one's storage has gone.
   std::array<detail::storage_watch, 8> weights_{};
+  std::array<const T*, 4> weight_data_{};  // w_q, w_k, w_v, w_o
   dropout dropout_{};
   aligned_buffer<T> q_, k_, v_, a_,
       lse_;  // (B,SEQ_Q,H*D_K) (B,SEQ_KV,G*D_K) (B,SEQ_KV,G*D_V) (B,SEQ_Q,H*D_V) (B,H,SEQ_Q)
@@ -253,11 +257,9 @@ struct tape_access {
     return p;
   }
 
-  template <class Tape, class Policy>
-  static void forward(Tape& t, Policy) {
-    using M = typename Tape::module_type;
+  template <class Tape, class M, class Policy>
+  static void forward(Tape& t, const M& m, Policy) {
     using T = typename Tape::value_type;
-    const M& m = *t.module_;
     check_module_storage("argus::forward_for_training", m);
     const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
                       skv = t.x_k_.view.extent(1);
@@ -303,8 +305,7 @@ struct tape_access {
         "the module's b_q", "the module's b_k", "the module's b_v", "the module's b_o"};
     for (std::size_t i = 0; i < t.weights_.size(); ++i)
       check_storage_kept("argus::backward", t.weights_[i], 0, weights[i]);
-    const M& m = *t.module_;
-    check_module_storage("argus::backward", m);  // moved from since the forward pass
+    const auto [w_q_data, w_k_data, w_v_data, w_o_data] = t.weight_data_;
     const std::size_t batch = t.x_q_.view.extent(0), sq = t.x_q_.view.extent(1),
                       skv = t.x_k_.view.extent(1);
     const std::size_t rq = batch * sq, rkv = batch * skv;
@@ -321,7 +322,7 @@ struct tape_access {
 
     // out = A·W_o + b_o
     aligned_buffer<T> d_a(rq * hv, uninitialized);  // (B,SEQ_Q,H*D_V)
-    rows_times_transposed(rq, hv, M::d_model, dout, m.w_o.data(), d_a.data());
+    rows_times_transposed(rq, hv, M::d_model, dout, w_o_data, d_a.data());
     weight_gradient(rq, hv, M::d_model, t.a_.data(), dout, w_o.data(), bias_data<T>(b_o));
 
     // The attention core.
@@ -353,13 +354,13 @@ struct tape_access {
     };
     weight_gradient(rq, M::d_model, hk, t.x_q_.view.data(), d_q.data(), w_q.data(),
                     bias_data<T>(b_q));
-    auto x_q = input_gradient(t.x_q_, rq, M::d_model, d_q, hk, m.w_q.data());
+    auto x_q = input_gradient(t.x_q_, rq, M::d_model, d_q, hk, w_q_data);
     weight_gradient(rkv, M::kdim, gk, t.x_k_.view.data(), d_k.data(), w_k.data(),
                     bias_data<T>(b_k));
-    auto x_k = input_gradient(t.x_k_, rkv, M::kdim, d_k, gk, m.w_k.data());
+    auto x_k = input_gradient(t.x_k_, rkv, M::kdim, d_k, gk, w_k_data);
     weight_gradient(rkv, M::vdim, gv, t.x_v_.view.data(), d_v.data(), w_v.data(),
                     bias_data<T>(b_v));
-    auto x_v = input_gradient(t.x_v_, rkv, M::vdim, d_v, gv, m.w_v.data());
+    auto x_v = input_gradient(t.x_v_, rkv, M::vdim, d_v, gv, w_v_data);
     return G(std::move(x_q), std::move(x_k), std::move(x_v), std::move(w_q), std::move(w_k),
              std::move(w_v), std::move(w_o), std::move(b_q), std::move(b_k), std::move(b_v),
              std::move(b_o));
@@ -370,9 +371,10 @@ struct tape_access {
                                                            materialized<T, SQ> xq,
                                                            materialized<T, SK> xk,
                                                            materialized<T, SV> xv, dropout d) {
-    training_tape<Module, Policy, E, SQ, SK, SV> t(m, std::move(e), std::move(xq), std::move(xk),
+    training_tape<Module, Policy, E, SQ, SK, SV> t(std::move(e), std::move(xq), std::move(xk),
                                                    std::move(xv));
     t.dropout_ = d;
+    t.weight_data_ = {m.w_q.data(), m.w_k.data(), m.w_v.data(), m.w_o.data()};
     t.weights_ = {tensor_access::watch(m.w_q), tensor_access::watch(m.w_k),
                   tensor_access::watch(m.w_v), tensor_access::watch(m.w_o)};
     if constexpr (Module::has_bias) {
@@ -589,7 +591,7 @@ auto forward_for_training(const Module& m, P p, Args&&... args) {
           m, std::move(e), detail::contiguous_input(std::get<0>(refs)),
           detail::contiguous_input(std::get<k>(refs)), detail::contiguous_input(std::get<v>(refs)),
           d);
-      detail::tape_access::forward(tape, p);
+      detail::tape_access::forward(tape, m, p);
       return tape;
     }
   }

@@ -36,7 +36,9 @@ inline constexpr bool checked_access = ARGUS_CHECKED_ACCESS != 0;
 /// access, e.g. "argus::tensor(i, j, ...)".
 template <class I>
 constexpr bool is_negative(I i) noexcept {
-  if constexpr (std::is_signed_v<I>)
+  if constexpr (std::is_enum_v<I>)
+    return is_negative(static_cast<std::underlying_type_t<I>>(i));
+  else if constexpr (std::is_signed_v<I>)
     return i < 0;
   else
     return false;

@@ -65,6 +65,9 @@ BOOST_AUTO_TEST_CASE(an_index_past_its_extent_throws_out_of_range_naming_the_axi
   BOOST_CHECK_EXCEPTION(x(0, 0, 16) = 1, std::out_of_range,
                         says({"axis 2 (model)", "is 16", "extent is 16"}));
   BOOST_CHECK_EXCEPTION(x(-1, 0, 0) = 1, std::out_of_range, says({"axis 0 (batch)", "is -1"}));
+  enum index : int { minus_one = -1 };  // an index type of the user's, shown as its value
+  BOOST_CHECK_EXCEPTION(x(0, minus_one, 0) = 1, std::out_of_range,
+                        says({"axis 1 (seq)", "is -1,"}));
   BOOST_CHECK_EXCEPTION((void)x.view()(2, 0, 0), std::out_of_range,
                         says({"argus::tensor_view(i, j, ...)", "axis 0 (batch)", "is 2"}));
   // An empty tensor has no element at all.
