@@ -30,10 +30,7 @@ namespace detail {
 /// Whether element access checks its indices and storage (ARGUS_CHECKED_ACCESS, config.hpp).
 inline constexpr bool checked_access = ARGUS_CHECKED_ACCESS != 0;
 
-/// For element access under ARGUS_CHECKED_ACCESS: throws shape_error when elements of shape s
-/// have no storage (data null), and std::out_of_range when an index is not below its axis's
-/// extent, naming the axis, the extent and the index (a negative one as such). `op` names the
-/// access, e.g. "argus::tensor(i, j, ...)".
+/// Whether index i is below zero: a signed integer's or an enum's value (an unsigned one never).
 template <class I>
 constexpr bool is_negative(I i) noexcept {
   if constexpr (std::is_enum_v<I>)
@@ -43,6 +40,10 @@ constexpr bool is_negative(I i) noexcept {
   else
     return false;
 }
+/// For element access under ARGUS_CHECKED_ACCESS: throws shape_error when elements of shape s
+/// have no storage (data null), and std::out_of_range when an index is not below its axis's
+/// extent, naming the axis, the extent and the index (a negative one as such). `op` names the
+/// access, e.g. "argus::tensor(i, j, ...)".
 template <Shape S, class... I>
 void check_access(const char* op, const S& s, const void* data, I... idx) {
   check_has_storage(op, data, s.size());
