@@ -217,8 +217,9 @@ template <class E>
 using masked_scores_t = std::remove_cvref_t<decltype(masked_scores_of(std::declval<const E&>()))>;
 
 /// Throws shape_error when a weight or bias of m has no storage (m, or one of its tensors, was
-/// moved from), naming it: the tape's passes read the module's tensors directly, not through an
-/// expression whose leaves the evaluators check.
+/// moved from), naming it: the forward pass reads the module's tensors directly, not through an
+/// expression whose leaves the evaluators check (backward reads the weights through the storage
+/// the tape watches, tape_access::backward).
 template <class M>
 void check_module_storage(const char* op, const M& m) {
   const auto check = [op](const char* name, const auto& t) {
