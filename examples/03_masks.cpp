@@ -1,5 +1,6 @@
 // 03_masks -- the four masks and how they combine:
-//   causal                 query i may attend key j iff j <= i (top-left aligned)
+//   causal                 query i may attend key j iff j <= i (top-left aligned);
+//                          causal_lower_right(seq_q, seq_kv): iff j <= i + seq_kv - seq_q
 //   ignore_keys(padding)   padding (batch, seq_kv): non-zero ignores key j for that batch item
 //   ignore_where(m)        m (seq_q, seq_kv): non-zero ignores key j for query i
 //   add_to_scores(a)       a (seq_q, seq_kv) added to the scaled logits; -infinity ignores
@@ -98,6 +99,19 @@ int main() {
   print_weights("causal", causal_p, 0, 0);
   check(weights_respect(causal_p, [](std::size_t, std::size_t i, std::size_t j) { return j > i; }),
         "causal: weight(i, j) == 0 for every j > i, rows sum to 1");
+
+  // --- causal_lower_right: new queries after cached keys ----------------------------------
+  // The last N = 2 tokens' queries against all S keys (S - N of them cached): query i sits at
+  // position S - N + i and may attend keys 0..S - N + i, so the last query sees every key.
+  const std::size_t N = 2;
+  heads q_new(B, N);  // (BATCH,HEAD,N,D_K): the newest tokens' queries
+  randomize(q_new, 1.0, g);
+  const auto lower_right_p =
+      evaluate(softmax(mask(scores(q_new, k), causal_lower_right(N, S))), unfused);  // (B,H,N,S)
+  print_weights("causal_lower_right(2, 6)", lower_right_p, 0, 0);
+  check(weights_respect(lower_right_p,
+                        [&](std::size_t, std::size_t i, std::size_t j) { return j > S - N + i; }),
+        "causal_lower_right: weight(i, j) == 0 for every j > i + seq_kv - seq_q");
 
   // --- ignore_keys: per batch item, the padding keys -------------------------------------
   // Item 0 is right-padded (keys 4, 5 are padding), item 1 left-padded (keys 0, 1).

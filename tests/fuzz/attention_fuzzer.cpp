@@ -14,7 +14,9 @@
 //
 // Input layout: byte 0 the configuration (bit 7: a module), 1 batch, 2 seq_q, 3 seq_kv, 4 mask
 // flags (a module: bit 6 self-attention, bit 7 non-finite weights too), 5 misuse flags, 6
-// threads; the rest are element values, one byte each, cycled when short.
+// threads; the rest are element values, one byte each, cycled when short;
+// for attention written as expressions, the byte after them sets the causal mask's offset
+// (byte_source::causal_offset: top-left, bottom-right, or past either end).
 #include "../support/agreement.hpp"
 #include "../support/fuzz_bytes.hpp"
 #include "../support/fuzz_modules.hpp"
@@ -106,28 +108,29 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
     }
   };
   auto s = [&] { return scores(q, k); };
+  const causal_mask diagonal = causal_from(in.causal_offset(sq, skv));
   switch (masks & 7) {
     case 0:
       return check([&] { return attend(softmax(s()), v); });
     case 1:
-      return check([&] { return attend(softmax(mask(s(), causal)), v); });
+      return check([&] { return attend(softmax(mask(s(), diagonal)), v); });
     case 2:
       return check([&] { return attend(softmax(mask(s(), ignore_keys(pad))), v); });
     case 3:
-      return check([&] { return attend(softmax(mask(s(), ignore_where(pairs), causal)), v); });
+      return check([&] { return attend(softmax(mask(s(), ignore_where(pairs), diagonal)), v); });
     case 4:
       return check([&] { return attend(softmax(mask(s(), add_to_scores(add))), v); });
     case 5:
       return check([&] {
         return attend(
-            softmax(mask(s(), add_to_scores(add), ignore_keys(pad), ignore_where(pairs), causal)),
+            softmax(mask(s(), add_to_scores(add), ignore_keys(pad), ignore_where(pairs), diagonal)),
             v);
       });
     case 6:
       return check(
-          [&] { return merge_heads(attend(softmax(mask(s(), causal, ignore_keys(pad))), v)); });
+          [&] { return merge_heads(attend(softmax(mask(s(), diagonal, ignore_keys(pad))), v)); });
     default:  // not a chain the fused loop nest takes: unfused steps under the fused policy
-      return check([&] { return attend(softmax(mask(s(), causal, causal)), v); });
+      return check([&] { return attend(softmax(mask(s(), diagonal, diagonal)), v); });
   }
 }
 

@@ -18,7 +18,9 @@
 //
 // Input layout: byte 0 the configuration (bit 7: a module), 1 batch, 2 seq_q, 3 seq_kv, 4 mask
 // flags (a module: bit 6 self-attention, bit 7 non-finite weights too), 5 misuse flags, 6
-// threads, 7 dropout; the rest are element values, one byte each, cycled when short.
+// threads, 7 dropout; the rest are element values, one byte each, cycled when short;
+// for attention written as expressions, the byte after them sets the causal mask's offset
+// (byte_source::causal_offset: top-left, bottom-right, or past either end).
 #include "../support/fuzz_bytes.hpp"
 #include "../support/fuzz_modules.hpp"
 #include "../support/grad_agreement.hpp"
@@ -161,18 +163,20 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   };
   auto s = [&] { return scores(q, k); };
   test::core_masks<T> m;
+  m.causal_offset = in.causal_offset(sq, skv);  // used where m.causal is set
+  const causal_mask diagonal = causal_from(m.causal_offset);
   switch (masks % 7) {
     case 0:
       return check([&] { return attend(softmax(s()), v); }, m);
     case 1:
       m.causal = true;
-      return check([&] { return attend(softmax(mask(s(), causal)), v); }, m);
+      return check([&] { return attend(softmax(mask(s(), diagonal)), v); }, m);
     case 2:
       m.pad = pad.data();
       return check([&] { return attend(softmax(mask(s(), ignore_keys(pad))), v); }, m);
     case 3:
       m.pairs = pairs.data(), m.causal = true;
-      return check([&] { return attend(softmax(mask(s(), ignore_where(pairs), causal)), v); }, m);
+      return check([&] { return attend(softmax(mask(s(), ignore_where(pairs), diagonal)), v); }, m);
     case 4:
       m.add = add.data();
       return check([&] { return attend(softmax(mask(s(), add_to_scores(add))), v); }, m);
@@ -181,14 +185,14 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
       return check(
           [&] {
             return attend(softmax(mask(s(), add_to_scores(add), ignore_keys(pad),
-                                       ignore_where(pairs), causal)),
+                                       ignore_where(pairs), diagonal)),
                           v);
           },
           m);
     default:  // merged heads: (B,SEQ_Q,H*D_V), as a module's core
       m.causal = true, m.pad = pad.data();
       return check(
-          [&] { return merge_heads(attend(softmax(mask(s(), causal, ignore_keys(pad))), v)); }, m,
+          [&] { return merge_heads(attend(softmax(mask(s(), diagonal, ignore_keys(pad))), v)); }, m,
           std::true_type{});
   }
 }

@@ -226,6 +226,18 @@ using pairs_mask = decltype(argus::ignore_where(std::declval<const pair_mask<16,
 static_assert(argus::Mask<argus::causal_mask> && argus::Mask<keys_mask> && argus::Mask<pairs_mask>);
 static_assert(argus::Mask<decltype(argus::add_to_scores(std::declval<const additive<16, 12>&>()))>);
 static_assert(!argus::Mask<padding<2, 12>>);  // a tensor is not a mask: say how it masks
+// Causal masks: query i attends key j iff j <= i + offset (0 top-left; seq_kv - seq_q
+// bottom-right).
+static_assert(!argus::causal.ignores(3, 3) && argus::causal.ignores(3, 4));
+static_assert(argus::causal_from(2).reach(0) == 3 && !argus::causal_from(2).ignores(0, 2));
+static_assert(argus::causal_from(-2).reach(1) == 0 && argus::causal_from(-2).reach(2) == 1);
+static_assert(argus::causal_lower_right(4, 10).offset == 6 &&
+              argus::causal_lower_right(4, 10).reach(3) == 10);  // the last query sees every key
+static_assert(argus::causal_lower_right(10, 4).offset == -6 &&
+              argus::causal_lower_right(10, 4).reach(5) == 0);  // queries before the keys: none
+static_assert(argus::causal_from(PTRDIFF_MIN).reach(std::size_t{1} << 40) == 0);  // no overflow
+static_assert(argus::causal_from(PTRDIFF_MAX).reach(0) == std::size_t{PTRDIFF_MAX} + 1);
+static_assert(argus::Mask<decltype(argus::causal_lower_right(4, 10))>);
 static_assert(can_ignore_keys<const tensor<bool, shape<batch<2>, seq<12>>>&>);
 static_assert(
     !can_ignore_keys<const tensor<float, shape<batch<2>, seq<12>>>&>);  // float: add_to_scores

@@ -42,6 +42,16 @@ class byte_source {
     }
   }
 
+  /// The offset of a causal mask (causal_from) over seq_q queries and seq_kv keys: 0 (top-left)
+  /// for half the bytes, else anywhere from -seq_q - 1 (no query sees a key) to seq_kv + 1
+  /// (every query sees every key), the bottom-right seq_kv - seq_q among them.
+  std::ptrdiff_t causal_offset(std::size_t seq_q, std::size_t seq_kv) {
+    const std::uint8_t b = next();
+    if (b < 128) return 0;
+    return static_cast<std::ptrdiff_t>(std::size_t(b - 128) % (seq_q + seq_kv + 3)) -
+           static_cast<std::ptrdiff_t>(seq_q) - 1;
+  }
+
   /// A module weight on which the projections stay exact with value(true) inputs: -2 ... 2 in
   /// steps of 1/8, or, where `non_finite`, NaN or +-inf for 3 of the 256 bytes.
   template <class T>

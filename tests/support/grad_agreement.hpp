@@ -38,6 +38,7 @@ struct bounded_values {
 template <class T>
 struct core_masks {
   bool causal = false;
+  std::ptrdiff_t causal_offset = 0;   // under causal, key j ignored by query i iff j > i + offset
   const std::uint8_t* pad = nullptr;  // (B, SEQ_KV): key j of item b ignored
   const bool* pairs = nullptr;        // (SEQ_Q, SEQ_KV): pair ignored
   const T* add = nullptr;             // (SEQ_Q, SEQ_KV): added to the logit
@@ -102,7 +103,10 @@ struct core_gradients {
             s *= scale;
             const double a = masks.add ? double(masks.add[i * skv + j]) : 0.0;
             s += a;
-            const bool boolean = (masks.causal && j > i) || (masks.pad && masks.pad[b * skv + j]) ||
+            const bool past =
+                masks.causal && static_cast<std::ptrdiff_t>(j) >
+                                    static_cast<std::ptrdiff_t>(i) + masks.causal_offset;
+            const bool boolean = past || (masks.pad && masks.pad[b * skv + j]) ||
                                  (masks.pairs && masks.pairs[i * skv + j]);
             if (boolean) s = -inf;
             // An additive -inf ignores the pair when it leaves the logit -inf; NaN + -inf is a

@@ -105,7 +105,11 @@ void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask
   set_masks(m.scores, p, keep);
   check_mask_storage(m.mask);
   if constexpr (std::is_same_v<M, causal_mask>) {
+    // Offsets beyond [-seq_q, seq_kv] mask as these do (no key, every key), and keep the
+    // kernel's query positions, i + offset, small enough to be exact in T.
     p.causal = true;
+    p.causal_offset = std::clamp(m.mask.offset, -static_cast<std::ptrdiff_t>(p.seq_q),
+                                 static_cast<std::ptrdiff_t>(p.seq_kv));
   } else if constexpr (mask_kind_count<M>::keys) {
     keep.keys = contiguous(borrow<std::uint8_t>(as_bytes(m.mask.keys.view)));
     p.key_ignore = keep.keys.view.data();
@@ -195,7 +199,9 @@ std::string extents_string(const S& s);
 template <class E>
 std::size_t result_bytes(const E& e);
 
-inline const char* mask_name(const causal_mask&) { return "causal"; }
+inline std::string mask_name(const causal_mask& m) {
+  return m.offset == 0 ? "causal" : "causal (offset " + std::to_string(m.offset) + ")";
+}
 template <class M, class S>
 const char* mask_name(const ignore_keys_mask<M, S>&) {
   return "ignore_keys";

@@ -157,8 +157,8 @@ struct evaluator {
     return r;
   }
 
-  static bool ignored(const causal_mask&, std::size_t, std::size_t i, std::size_t j) {
-    return j > i;
+  static bool ignored(const causal_mask& m, std::size_t, std::size_t i, std::size_t j) {
+    return m.ignores(i, j);
   }
   template <class M, class S>
   static bool ignored(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t j) {

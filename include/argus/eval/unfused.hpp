@@ -295,8 +295,8 @@ materialized<T, S> owned(materialized<T, S>&& m) {
 }
 
 template <class T>
-void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const causal_mask&) {
-  for (std::size_t j = i + 1; j < skv; ++j) row[j] = -std::numeric_limits<T>::infinity();
+void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const causal_mask& m) {
+  for (std::size_t j = m.reach(i); j < skv; ++j) row[j] = -std::numeric_limits<T>::infinity();
   (void)b;
 }
 template <class T, class M, class S>
@@ -315,8 +315,8 @@ void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv,
 // (causal, ignore_keys, ignore_where) ignore a pair whatever its logit and whatever an
 // additive mask adds to it, in any order; the weighted sum also leaves out keys an additive
 // mask sets to -inf (docs/reference/semantics.md).
-inline bool mask_ignores(const causal_mask&, std::size_t, std::size_t i, std::size_t j) {
-  return j > i;
+inline bool mask_ignores(const causal_mask& m, std::size_t, std::size_t i, std::size_t j) {
+  return m.ignores(i, j);
 }
 template <class M, class S>
 bool mask_ignores(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t j) {

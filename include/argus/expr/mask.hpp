@@ -2,11 +2,14 @@
 //
 // One polarity for every boolean mask, stated in the names: a true (non-zero) entry means
 // "ignore this key" (PyTorch's key_padding_mask and boolean attn_mask convention).
-//   causal                      query i may attend key j iff j <= i (top-left aligned)
-//   ignore_keys(padding)        padding (batch, seq_kv): padding[b][j] != 0 ignores key j for item
-//   b ignore_where(m)             m (seq_q, seq_kv): m[i][j] != 0 ignores key j for query i
-//   add_to_scores(a)            a (seq_q, seq_kv) of the value type, added to the scaled logits
-//                               (-infinity ignores the key)
+//   causal                        query i may attend key j iff j <= i (top-left aligned)
+//   causal_lower_right(sq, skv)   ... iff j <= i + skv - sq (bottom-right aligned)
+//   causal_from(k)                ... iff j <= i + k
+//   ignore_keys(padding)          padding (batch, seq_kv): padding[b][j] != 0 ignores key j
+//                                 for batch item b
+//   ignore_where(m)               m (seq_q, seq_kv): m[i][j] != 0 ignores key j for query i
+//   add_to_scores(a)              a (seq_q, seq_kv) of the value type, added to the scaled
+//                                 logits (-infinity ignores the key)
 // A query whose keys are all ignored attends nothing: its output row is zero, never NaN.
 #pragma once
 
@@ -21,9 +24,37 @@
 
 namespace argus {
 
-/// Query i may attend key j iff j <= i.
-struct causal_mask {};
+/// Query i may attend key j iff j <= i + offset. argus::causal (offset 0) aligns the diagonal
+/// top-left, as torch.triu(ones(seq_q, seq_kv), diagonal=1) masks; causal_lower_right(seq_q,
+/// seq_kv) aligns it bottom-right (offset seq_kv - seq_q), as PyTorch's causal_lower_right and
+/// FlashAttention's causal do; causal_from(k) puts the first query at position k. A query with
+/// i + offset < 0 attends no key: its output row is zero.
+struct causal_mask {
+  std::ptrdiff_t offset = 0;
+  /// The (seq_q, seq_kv) of the scores causal_lower_right was made for, checked against them
+  /// when the mask is applied (shape_error); dyn: not given.
+  std::size_t seq_q = dyn, seq_kv = dyn;
+
+  /// Query i attends the keys [0, reach(i)): i + 1 + offset of them, 0 where that is negative.
+  constexpr std::size_t reach(std::size_t i) const noexcept {
+    if (offset >= 0) return i + 1 + static_cast<std::size_t>(offset);
+    const auto back = static_cast<std::size_t>(-(offset + 1));  // no overflow at the minimum
+    return i > back ? i - back : 0;
+  }
+  /// Whether query i ignores key j.
+  constexpr bool ignores(std::size_t i, std::size_t j) const noexcept { return j >= reach(i); }
+};
 inline constexpr causal_mask causal{};
+/// The causal mask aligned bottom-right for scores of seq_q queries and seq_kv keys: query i
+/// may attend key j iff j <= i + seq_kv - seq_q, so the last query attends every key (seq_q
+/// new queries after seq_kv - seq_q cached keys). mask() checks seq_q and seq_kv against the
+/// scores' extents (shape_error).
+constexpr causal_mask causal_lower_right(std::size_t seq_q, std::size_t seq_kv) noexcept {
+  return {static_cast<std::ptrdiff_t>(seq_kv) - static_cast<std::ptrdiff_t>(seq_q), seq_q, seq_kv};
+}
+/// The causal mask whose first query sits at position k: query i may attend key j iff
+/// j <= i + k (k may be negative: queries before position 0 attend nothing).
+constexpr causal_mask causal_from(std::ptrdiff_t k) noexcept { return {k}; }
 
 /// Per batch item, the keys to ignore: (batch, seq_kv), non-zero = ignored.
 template <class M, Shape S>
@@ -173,7 +204,13 @@ struct masked_node {
 };
 
 namespace detail {
-inline void check_mask_extents(const causal_mask&, std::size_t, std::size_t, std::size_t) {}
+inline void check_mask_extents(const causal_mask& m, std::size_t, std::size_t q, std::size_t kv) {
+  if (m.seq_q != dyn)
+    check_extents_agree("argus::mask(causal_lower_right)", "the mask's seq_q", m.seq_q, "seq_q", q);
+  if (m.seq_kv != dyn)
+    check_extents_agree("argus::mask(causal_lower_right)", "the mask's seq_kv", m.seq_kv, "seq_kv",
+                        kv);
+}
 template <class M, class S>
 void check_mask_extents(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t,
                         std::size_t kv) {

@@ -70,8 +70,10 @@ void mask_score_row(const attention_problem<T>& p, bool causal, std::size_t b, s
     const T* a = p.additive + b * p.add_batch + h * p.add_head + i * p.add_row + j0;
     for (std::size_t j = 0; j < n; ++j) row[j] += a[j];
   }
-  if (causal)
-    for (std::size_t j = (i + 1 > j0 ? i + 1 - j0 : 0); j < n; ++j) row[j] = minus_inf;
+  if (causal) {
+    const std::size_t reach = causal_key_end(p, i + 1);  // keys from reach on are ignored
+    for (std::size_t j = (reach > j0 ? reach - j0 : 0); j < n; ++j) row[j] = minus_inf;
+  }
   if (p.key_ignore != nullptr) {
     const std::uint8_t* ki = p.key_ignore + b * p.key_ignore_batch + j0;
     for (std::size_t j = 0; j < n; ++j)

@@ -17,11 +17,11 @@
 // each K/V tile is loaded once and reused by all of them (grouped-query attention), and by
 // every register block of each query tile, so that the cache lines and pages of K and V
 // fetched serve many rows even when K and V are strided views. Consecutive items share g,
-// so its K and V stay in L2. A causal mask (top-left aligned: key j is allowed for query i
-// iff j <= i) ends the key loop after the last key any row of the item may see, skips the
-// tiles past each tile's reach and is tested only on the tiles that cross the diagonal. A row whose
-// keys are all masked has m = -inf to the end: its probabilities are exactly 0, l stays 0 and its
-// output is 0 (never NaN).
+// so its K and V stay in L2. A causal mask (key j is allowed for query i iff j <= i +
+// causal_offset: 0 top-left aligned, seq_kv − seq_q bottom-right) ends the key loop after the last
+// key any row of the item may see, skips the tiles past each tile's reach and is tested only on the
+// tiles that cross the diagonal. A row whose keys are all masked has m = -inf to the end: its
+// probabilities are exactly 0, l stays 0 and its output is 0 (never NaN).
 //
 // Bad values (docs/reference/semantics.md). A NaN or +inf logit makes its row NaN: the
 // exponential passes NaN through, so l and the accumulator become NaN and stay so. A key
@@ -79,8 +79,13 @@ struct attention_problem {
   T* o;
   std::size_t o_batch, o_head, o_row;  // O[b][h][i][0..d_v)
   T scale;                             // logit = scale · q·k
-  /// Key j allowed for query i iff j <= i (top-left aligned, as torch triu(diagonal=1)).
+  /// Key j allowed for query i iff j <= i + causal_offset: 0 aligns the diagonal top-left
+  /// (torch triu(diagonal=1)), seq_kv − seq_q bottom-right (queries that follow cached keys).
+  /// A query with i + causal_offset < 0 sees no key (its output row is 0). Query positions
+  /// i + causal_offset are compared as T: keep the offset within [-seq_q, seq_kv] (where it
+  /// already hides every key or shows them all), as the fused evaluator does.
   bool causal = false;
+  std::ptrdiff_t causal_offset = 0;
   /// [b][j] != 0: key j ignored by every query of batch item b.
   const std::uint8_t* key_ignore = nullptr;
   std::size_t key_ignore_batch = 0;
@@ -116,18 +121,44 @@ inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 
 namespace detail {
 
-/// How many of the keys [j0, j0 + nk) the queries before `end` can see: all of them
-/// without a causal mask, else those up to query end − 1 (query i sees keys j <= i).
-inline std::size_t visible_keys(bool causal, std::size_t end, std::size_t j0,
-                                std::size_t nk) noexcept {
-  if (!causal) return nk;
+/// |x| as a std::size_t, exact at the minimum of std::ptrdiff_t too.
+constexpr std::size_t magnitude(std::ptrdiff_t x) noexcept {
+  return x >= 0 ? static_cast<std::size_t>(x) : static_cast<std::size_t>(-(x + 1)) + 1;
+}
+
+/// Under p's causal mask, the keys [0, end) that the queries before query_end see: query i
+/// sees keys j <= i + causal_offset, so end = query_end + causal_offset, and 0 where that is
+/// negative. Meaningful only where p.causal.
+template <class T>
+std::size_t causal_key_end(const attention_problem<T>& p, std::size_t query_end) noexcept {
+  const std::size_t shift = magnitude(p.causal_offset);
+  if (p.causal_offset >= 0) return query_end + shift;
+  return query_end > shift ? query_end - shift : 0;
+}
+
+/// The first query that sees key j under p's causal mask: j − causal_offset, or 0.
+template <class T>
+std::size_t causal_first_query(const attention_problem<T>& p, std::size_t j) noexcept {
+  const std::size_t shift = magnitude(p.causal_offset);
+  if (p.causal_offset <= 0) return j + shift;
+  return j > shift ? j - shift : 0;
+}
+
+/// How many of the keys [j0, j0 + nk) the queries before `query_end` can see: all of them
+/// without a causal mask, else those before causal_key_end(p, query_end).
+template <class T>
+std::size_t visible_keys(const attention_problem<T>& p, std::size_t query_end, std::size_t j0,
+                         std::size_t nk) noexcept {
+  if (!p.causal) return nk;
+  const std::size_t end = causal_key_end(p, query_end);
   return end > j0 ? std::min(nk, end - j0) : 0;
 }
 
-/// Keys that any query can see: all of them, or under a causal mask the first seq_q.
+/// Keys that any query can see: all of them, or under a causal mask those before
+/// causal_key_end(p, seq_q).
 template <class T>
 std::size_t visible_keys(const attention_problem<T>& p) noexcept {
-  return visible_keys(p.causal, p.seq_q, 0, p.seq_kv);
+  return visible_keys(p, p.seq_q, 0, p.seq_kv);
 }
 
 /// Few queries against many keys: such calls split the keys over threads.
@@ -184,7 +215,7 @@ struct row_set {
   T* m;          // [Q_TILE] running maximum
   T* l;          // [Q_TILE] running sum
   T* alpha;      // [Q_TILE] rescale factor of the current key tile
-  T* query_pos;  // [Q_TILE] query position as T, for the causal test
+  T* query_pos;  // [Q_TILE] query position + causal_offset as T, for the causal test
 
   /// Lanes that hold rows: `rows` rounded up to whole registers.
   std::size_t lanes() const noexcept { return flash_blocking<T>::padded(rows); }
@@ -312,7 +343,8 @@ void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std:
   for (std::size_t r = 0; r < tile; ++r) {
     s.m[r] = -std::numeric_limits<T>::infinity();
     s.l[r] = T(0);
-    s.query_pos[r] = static_cast<T>(s.query[r < s.rows ? r : s.rows - 1]);
+    s.query_pos[r] =
+        static_cast<T>(s.query[r < s.rows ? r : s.rows - 1]) + static_cast<T>(p.causal_offset);
   }
   std::fill(s.acc, s.acc + (s.on_lanes() ? p.d_v * tile : s.rows * dvp), T(0));
 }
@@ -337,7 +369,7 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
       for (std::size_t j = 0; j < n; ++j) st[j * tile + r] += a[j];
     }
   }
-  if (p.causal && j0 + n - 1 > s.min_query) {  // the tile crosses the diagonal
+  if (p.causal && j0 + n > causal_key_end(p, s.min_query + 1)) {  // it crosses the diagonal
     masked = true;
     const V inf = V::broadcast(minus_inf);
     for (std::size_t j = 0; j < n; ++j) {
@@ -374,7 +406,7 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
 template <class T>
 bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i,
                   std::size_t j) {
-  if (p.causal && j > i) return true;
+  if (p.causal && j >= causal_key_end(p, i + 1)) return true;
   if (p.key_ignore != nullptr && p.key_ignore[b * p.key_ignore_batch + j] != 0) return true;
   if (p.ignore != nullptr &&
       p.ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j] != 0)
@@ -423,7 +455,7 @@ std::size_t item_keys_end(const flash_item<T>& it, std::size_t jb) noexcept {
   if (!it.p->causal) return jb;
   std::size_t reach = 0;
   for (std::size_t si = 0; si < it.set_count; ++si)
-    reach = std::max(reach, it.sets[si].max_query + 1);
+    reach = std::max(reach, causal_key_end(*it.p, it.sets[si].max_query + 1));
   return std::min(jb, reach);
 }
 
@@ -496,10 +528,12 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
     // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
     unclean.rows.clear();
     const bool pairwise = p.ignore != nullptr || p.additive != nullptr;
-    const bool crosses = p.causal && j0 + nk - 1 > min_query;
+    // Keys from causal_reach on are past some row's reach.
+    const std::size_t causal_reach = p.causal ? causal_key_end(p, min_query + 1) : 0;
+    const bool crosses = p.causal && j0 + nk > causal_reach;
     if (pairwise || crosses || any_key_ignored) {
       auto may_be_ignored = [&](std::size_t j) {
-        return pairwise || (crosses && j0 + j > min_query) ||
+        return pairwise || (crosses && j0 + j >= causal_reach) ||
                (any_key_ignored && key_ignore[j0 + j] != 0);
       };
       simd<T> seen = simd<T>::zero();
@@ -533,8 +567,9 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
       row_set<T>& s = it.sets[si];
       std::size_t n = nk;
       if (p.causal) {
-        if (j0 > s.max_query) continue;  // the whole tile is in every row's future
-        n = std::min(n, s.max_query + 1 - j0);
+        const std::size_t reach = causal_key_end(p, s.max_query + 1);
+        if (j0 >= reach) continue;  // the whole tile is in every row's future
+        n = std::min(n, reach - j0);
       }
       if (s.on_lanes())
         score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);

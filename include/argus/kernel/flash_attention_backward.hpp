@@ -168,10 +168,12 @@ backward_tiles<T>& thread_backward_tiles() {
   return tiles;
 }
 
-/// Whether a causal mask hides some of keys [j0, j0 + nk) (nk >= 1) from some query from i0
-/// on: some key comes after the first query.
-inline bool crosses_diagonal(bool causal, std::size_t i0, std::size_t j0, std::size_t nk) noexcept {
-  return causal && j0 + nk - 1 > i0;
+/// Whether p's causal mask hides some of keys [j0, j0 + nk) (nk >= 1) from some query from i0
+/// on: some key lies past the first query's reach.
+template <class T>
+bool crosses_diagonal(const attention_problem<T>& p, std::size_t i0, std::size_t j0,
+                      std::size_t nk) noexcept {
+  return p.causal && j0 + nk > causal_key_end(p, i0 + 1);
 }
 
 /// row[j] = e^(row[j] − l) for j < nk (l the row's lse, not -inf), as 2^x: Fold, x = row[j] ·
@@ -210,7 +212,7 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
                         std::size_t nq, std::size_t j0, std::size_t nk, const T* lse, T* s,
                         std::size_t ld) noexcept {
   const T minus_inf = -std::numeric_limits<T>::infinity();
-  const bool causal_cross = crosses_diagonal(p.causal, i0, j0, nk);
+  const bool causal_cross = crosses_diagonal(p, i0, j0, nk);
   const bool other_masks = p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
   for (std::size_t r = 0; r < nq; ++r) {
     T* row = s + r * ld;
@@ -379,8 +381,9 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       bad_keys[bad_key_count++] = j;
       zero_packed_b_row(nk, p.d_k, j, k_n);
     });
-  // Under a causal mask, query i sees key j0 only if i >= j0: earlier query tiles are skipped.
-  const std::size_t i_first = p.causal ? j0 / bq * bq : 0;
+  // Under a causal mask, query i sees key j0 only if i >= j0 − causal_offset: earlier query
+  // tiles are skipped.
+  const std::size_t i_first = p.causal ? causal_first_query(p, j0) / bq * bq : 0;
   // Slivers no mask touches take the fused S/P and dP/dS register tiles (the masks other than
   // causal and dropout apply per element; the causal mask only to slivers that cross the
   // diagonal; wide heads do not fit a packed sliver).
@@ -404,10 +407,10 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         prefetch_rows(d_o + bq * p.o_row, next, p.d_v, p.o_row);
         prefetch_rows(dq + bq * dq_row, next, p.d_k, dq_row);
       }
-      // Under a causal mask, query i sees keys up to i: keys past the tile's last query
-      // have P = 0 for all of its rows (and take nothing from dV and dK), and so do keys
-      // past a sliver's last query for that sliver's rows.
-      const std::size_t nk_tile = visible_keys(p.causal, i0 + nq, j0, nk);
+      // Under a causal mask, query i sees keys up to i + causal_offset: keys past the reach of
+      // the tile's last query have P = 0 for all of its rows (and take nothing from dV and
+      // dK), and so do keys past the reach of a sliver's last query for that sliver's rows.
+      const std::size_t nk_tile = visible_keys(p, i0 + nq, j0, nk);
       if (nk_tile == 0) continue;
       T* pp = tiles.p();
       T* ds = tiles.ds();
@@ -421,11 +424,11 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       const std::size_t slivers = (nq + mr - 1) / mr;
       for (std::size_t s = 0, r0 = 0; s < slivers; ++s) {
         const std::size_t rows = nq / slivers + (s < nq % slivers ? 1 : 0);
-        const std::size_t ns = visible_keys(p.causal, i0 + r0 + rows, j0, nk);
+        const std::size_t ns = visible_keys(p, i0 + r0 + rows, j0, nk);
         T* ps = pp + r0 * ld;
         T* dss = ds + r0 * ld;
         T* keeps = keep != nullptr ? keep + r0 * ld : nullptr;
-        const bool crosses = crosses_diagonal(p.causal, i0 + r0, j0, ns);
+        const bool crosses = crosses_diagonal(p, i0 + r0, j0, ns);
         const auto fused_sliver = sliver_probabilities_and_gradient_for<T>(rows);
         // The sliver's Q and dO rows, copied with the packed stride where they fit, so that
         // the products read them in place (and no thread needs gemm's packing buffers).

@@ -91,6 +91,10 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   const values kind = values(uniform(0, 3));
   const int form =
       int(uniform(0, 3));  // 0 no mask, 1 causal + padding, 2 all four, 3 all four, merged
+  // The causal mask: top-left, bottom-right, or at a random offset (past either end too).
+  const causal_mask diagonal = std::array{causal, causal_lower_right(sq, skv),
+                                          causal_from(std::ptrdiff_t(uniform(0, sq + skv + 4)) -
+                                                      std::ptrdiff_t(sq) - 2)}[uniform(0, 2)];
   const std::size_t threads = uniform(1, 3);
   rep.text << "config (" << (std::is_same_v<T, float> ? "float" : "double") << ", heads "
            << C::heads << ", kv_heads " << C::kv_heads << ", d_k " << C::d_k << ", d_v " << C::d_v
@@ -99,6 +103,7 @@ void run_case(std::mt19937_64& g, case_report& rep) {
            << (form == 0   ? "none"
                : form == 1 ? "causal + ignore_keys"
                            : "all four")
+           << (form >= 1 ? ", causal offset " + std::to_string(diagonal.offset) : "")
            << (form == 3 ? " (merged heads)" : "") << ", fused on " << threads << " threads";
 
   problem<C> p(b, sq, skv);
@@ -188,17 +193,17 @@ void run_case(std::mt19937_64& g, case_report& rep) {
       run(attend(softmax(s), p.v));
       break;
     case 1:
-      run(attend(softmax(mask(s, causal, ignore_keys(p.pad))), p.v));
+      run(attend(softmax(mask(s, diagonal, ignore_keys(p.pad))), p.v));
       break;
     case 2:
-      run(attend(
-          softmax(mask(s, ignore_where(p.pairs), add_to_scores(p.add), causal, ignore_keys(p.pad))),
-          p.v));
+      run(attend(softmax(mask(s, ignore_where(p.pairs), add_to_scores(p.add), diagonal,
+                              ignore_keys(p.pad))),
+                 p.v));
       break;
     default:
-      run(merge_heads(attend(
-          softmax(mask(s, add_to_scores(p.add), ignore_keys(p.pad), ignore_where(p.pairs), causal)),
-          p.v)));
+      run(merge_heads(attend(softmax(mask(s, add_to_scores(p.add), ignore_keys(p.pad),
+                                          ignore_where(p.pairs), diagonal)),
+                             p.v)));
       break;
   }
 }
