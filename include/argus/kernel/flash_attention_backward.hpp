@@ -428,7 +428,10 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         T* ps = pp + r0 * ld;
         T* dss = ds + r0 * ld;
         T* keeps = keep != nullptr ? keep + r0 * ld : nullptr;
-        const bool crosses = crosses_diagonal(p, i0 + r0, j0, ns);
+        // A sliver that sees fewer keys than its tile meets ignored pairs in the products over
+        // the tile (dV, dK) even where none of its ns keys is past a row's reach: with an
+        // offset below 0 every row may see none of them.
+        const bool crosses = crosses_diagonal(p, i0 + r0, j0, ns) || ns < nk_tile;
         const auto fused_sliver = sliver_probabilities_and_gradient_for<T>(rows);
         // The sliver's Q and dO rows, copied with the packed stride where they fit, so that
         // the products read them in place (and no thread needs gemm's packing buffers).
