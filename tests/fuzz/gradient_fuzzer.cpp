@@ -19,8 +19,9 @@
 // Input layout: byte 0 the configuration (bit 7: a module), 1 batch, 2 seq_q, 3 seq_kv, 4 mask
 // flags (a module: bit 6 self-attention, bit 7 non-finite weights too), 5 misuse flags, 6
 // threads, 7 dropout; the rest are element values, one byte each, cycled when short;
-// for attention written as expressions, the byte after them sets the causal mask's offset
-// (byte_source::causal_offset: top-left, bottom-right, or past either end).
+// for attention written as expressions, the two bytes after them set the causal mask's offset
+// and window (byte_source::causal_offset, causal_window: top-left, bottom-right, or past either
+// end; none, or 0 to seq_kv + 1 keys).
 #include "../support/fuzz_bytes.hpp"
 #include "../support/fuzz_modules.hpp"
 #include "../support/grad_agreement.hpp"
@@ -164,7 +165,8 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   auto s = [&] { return scores(q, k); };
   test::core_masks<T> m;
   m.causal_offset = in.causal_offset(sq, skv);  // used where m.causal is set
-  const causal_mask diagonal = causal_from(m.causal_offset);
+  m.causal_window = in.causal_window(skv);
+  const causal_mask diagonal = causal_from(m.causal_offset).windowed(m.causal_window);
   switch (masks % 7) {
     case 0:
       return check([&] { return attend(softmax(s()), v); }, m);

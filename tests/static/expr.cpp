@@ -238,6 +238,22 @@ static_assert(argus::causal_lower_right(10, 4).offset == -6 &&
 static_assert(argus::causal_from(PTRDIFF_MIN).reach(std::size_t{1} << 40) == 0);  // no overflow
 static_assert(argus::causal_from(PTRDIFF_MAX).reach(0) == std::size_t{PTRDIFF_MAX} + 1);
 static_assert(argus::Mask<decltype(argus::causal_lower_right(4, 10))>);
+// A window of w keys: query i attends i + offset - w < j <= i + offset.
+static_assert(argus::sliding_window(3).first(10) == 8 && argus::sliding_window(3).reach(10) == 11);
+static_assert(argus::sliding_window(3).ignores(10, 7) && !argus::sliding_window(3).ignores(10, 8));
+static_assert(argus::sliding_window(3).first(1) == 0);  // the window starts before key 0
+static_assert(argus::sliding_window(0).first(5) == argus::sliding_window(0).reach(5));  // no key
+static_assert(argus::causal_lower_right(4, 10).windowed(2).first(0) == 5);
+static_assert(argus::causal.first(1000) == 0);  // no window: every key up to the diagonal
+// fitted(sq, skv): the same pairs, with the offset in [-sq, skv] and a window of at most
+// sq + skv + 1 (an offset past skv shrinks the window by as much).
+static_assert(argus::causal_from(25).windowed(20).fitted(4, 10).offset == 10 &&
+              argus::causal_from(25).windowed(20).fitted(4, 10).window == 5);
+static_assert(argus::causal_from(25).windowed(20).fitted(4, 10).first(3) ==
+              argus::causal_from(25).windowed(20).first(3));
+static_assert(argus::causal_from(25).windowed(3).fitted(4, 10).window == 0);
+static_assert(argus::causal_from(-99).fitted(4, 10).offset == -4);
+static_assert(argus::sliding_window(99).fitted(4, 10).window == argus::causal_mask::every_key);
 static_assert(can_ignore_keys<const tensor<bool, shape<batch<2>, seq<12>>>&>);
 static_assert(
     !can_ignore_keys<const tensor<float, shape<batch<2>, seq<12>>>&>);  // float: add_to_scores

@@ -52,6 +52,14 @@ class byte_source {
            static_cast<std::ptrdiff_t>(seq_q) - 1;
   }
 
+  /// The window of a causal mask (causal_mask::windowed) over seq_kv keys: none for 5 of 8
+  /// bytes, else 0 (no key), 1 ... seq_kv + 1.
+  std::size_t causal_window(std::size_t seq_kv) {
+    const std::uint8_t b = next();
+    if (b < 160) return std::numeric_limits<std::size_t>::max();
+    return std::size_t(b - 160) % (seq_kv + 2);
+  }
+
   /// A module weight on which the projections stay exact with value(true) inputs: -2 ... 2 in
   /// steps of 1/8, or, where `non_finite`, NaN or +-inf for 3 of the 256 bytes.
   template <class T>

@@ -38,7 +38,8 @@ struct bounded_values {
 template <class T>
 struct core_masks {
   bool causal = false;
-  std::ptrdiff_t causal_offset = 0;   // under causal, key j ignored by query i iff j > i + offset
+  std::ptrdiff_t causal_offset = 0;  // under causal, key j ignored by query i iff j > i + offset
+  std::size_t causal_window = std::numeric_limits<std::size_t>::max();  // or j <= i + offset - w
   const std::uint8_t* pad = nullptr;  // (B, SEQ_KV): key j of item b ignored
   const bool* pairs = nullptr;        // (SEQ_Q, SEQ_KV): pair ignored
   const T* add = nullptr;             // (SEQ_Q, SEQ_KV): added to the logit
@@ -103,9 +104,12 @@ struct core_gradients {
             s *= scale;
             const double a = masks.add ? double(masks.add[i * skv + j]) : 0.0;
             s += a;
+            const auto diagonal = static_cast<std::ptrdiff_t>(i) + masks.causal_offset;
             const bool past =
-                masks.causal && static_cast<std::ptrdiff_t>(j) >
-                                    static_cast<std::ptrdiff_t>(i) + masks.causal_offset;
+                masks.causal && (static_cast<std::ptrdiff_t>(j) > diagonal ||
+                                 (masks.causal_window != std::numeric_limits<std::size_t>::max() &&
+                                  static_cast<std::ptrdiff_t>(j) <=
+                                      diagonal - static_cast<std::ptrdiff_t>(masks.causal_window)));
             const bool boolean = past || (masks.pad && masks.pad[b * skv + j]) ||
                                  (masks.pairs && masks.pairs[i * skv + j]);
             if (boolean) s = -inf;

@@ -105,11 +105,12 @@ void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask
   set_masks(m.scores, p, keep);
   check_mask_storage(m.mask);
   if constexpr (std::is_same_v<M, causal_mask>) {
-    // Offsets beyond [-seq_q, seq_kv] mask as these do (no key, every key), and keep the
-    // kernel's query positions, i + offset, small enough to be exact in T.
+    // The same pairs with query positions, i + offset, and window starts small enough to be
+    // exact in T.
+    const causal_mask c = m.mask.fitted(p.seq_q, p.seq_kv);
     p.causal = true;
-    p.causal_offset = std::clamp(m.mask.offset, -static_cast<std::ptrdiff_t>(p.seq_q),
-                                 static_cast<std::ptrdiff_t>(p.seq_kv));
+    p.causal_offset = c.offset;
+    p.causal_window = c.window;
   } else if constexpr (mask_kind_count<M>::keys) {
     keep.keys = contiguous(borrow<std::uint8_t>(as_bytes(m.mask.keys.view)));
     p.key_ignore = keep.keys.view.data();
@@ -200,7 +201,11 @@ template <class E>
 std::size_t result_bytes(const E& e);
 
 inline std::string mask_name(const causal_mask& m) {
-  return m.offset == 0 ? "causal" : "causal (offset " + std::to_string(m.offset) + ")";
+  std::string extra;
+  if (m.offset != 0) extra = "offset " + std::to_string(m.offset);
+  if (m.window != causal_mask::every_key)
+    extra += (extra.empty() ? "window " : ", window ") + std::to_string(m.window);
+  return extra.empty() ? "causal" : "causal (" + extra + ")";
 }
 template <class M, class S>
 const char* mask_name(const ignore_keys_mask<M, S>&) {

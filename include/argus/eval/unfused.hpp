@@ -297,6 +297,8 @@ materialized<T, S> owned(materialized<T, S>&& m) {
 template <class T>
 void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const causal_mask& m) {
   for (std::size_t j = m.reach(i); j < skv; ++j) row[j] = -std::numeric_limits<T>::infinity();
+  for (std::size_t j = 0; j < m.first(i) && j < skv; ++j)
+    row[j] = -std::numeric_limits<T>::infinity();
   (void)b;
 }
 template <class T, class M, class S>

@@ -5,6 +5,8 @@
 //   causal                        query i may attend key j iff j <= i (top-left aligned)
 //   causal_lower_right(sq, skv)   ... iff j <= i + skv - sq (bottom-right aligned)
 //   causal_from(k)                ... iff j <= i + k
+//   sliding_window(w)             ... iff i - w < j <= i (the last w keys; m.windowed(w) for
+//                                 any causal mask m)
 //   ignore_keys(padding)          padding (batch, seq_kv): padding[b][j] != 0 ignores key j
 //                                 for batch item b
 //   ignore_where(m)               m (seq_q, seq_kv): m[i][j] != 0 ignores key j for query i
@@ -19,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 
@@ -27,13 +30,19 @@ namespace argus {
 /// Query i may attend key j iff j <= i + offset. argus::causal (offset 0) aligns the diagonal
 /// top-left, as torch.triu(ones(seq_q, seq_kv), diagonal=1) masks; causal_lower_right(seq_q,
 /// seq_kv) aligns it bottom-right (offset seq_kv - seq_q), as PyTorch's causal_lower_right and
-/// FlashAttention's causal do; causal_from(k) puts the first query at position k. A query with
-/// i + offset < 0 attends no key: its output row is zero.
+/// FlashAttention's causal do; causal_from(k) puts the first query at position k. With a
+/// window w (sliding_window(w), m.windowed(w)), query i attends only the last w of those keys:
+/// i + offset - w < j <= i + offset. A query with i + offset < 0, or a window of 0, attends no
+/// key: its output row is zero.
 struct causal_mask {
+  /// The window of a mask without one: every key up to the diagonal.
+  static constexpr std::size_t every_key = std::numeric_limits<std::size_t>::max();
   std::ptrdiff_t offset = 0;
   /// The (seq_q, seq_kv) of the scores causal_lower_right was made for, checked against them
   /// when the mask is applied (shape_error); dyn: not given.
   std::size_t seq_q = dyn, seq_kv = dyn;
+  /// At most this many keys per query, the last it may attend (a sliding window).
+  std::size_t window = every_key;
 
   /// Query i attends the keys [0, reach(i)): i + 1 + offset of them, 0 where that is negative.
   constexpr std::size_t reach(std::size_t i) const noexcept {
@@ -41,8 +50,38 @@ struct causal_mask {
     const auto back = static_cast<std::size_t>(-(offset + 1));  // no overflow at the minimum
     return i > back ? i - back : 0;
   }
+  /// The first key query i attends: reach(i) - window, or 0.
+  constexpr std::size_t first(std::size_t i) const noexcept {
+    const std::size_t end = reach(i);
+    return end > window ? end - window : 0;
+  }
   /// Whether query i ignores key j.
-  constexpr bool ignores(std::size_t i, std::size_t j) const noexcept { return j >= reach(i); }
+  constexpr bool ignores(std::size_t i, std::size_t j) const noexcept {
+    return j >= reach(i) || j < first(i);
+  }
+  /// The mask that ignores the same pairs of seq_q queries and seq_kv keys with its offset
+  /// within [-seq_q, seq_kv] and its window at most seq_q + seq_kv + 1 (the kernels compare
+  /// query positions in the value type): an offset past seq_kv shrinks the window by as much.
+  constexpr causal_mask fitted(std::size_t sq, std::size_t skv) const noexcept {
+    causal_mask m = *this;
+    const auto q = static_cast<std::ptrdiff_t>(sq), kv = static_cast<std::ptrdiff_t>(skv);
+    if (m.offset > kv) {  // every query reaches past the last key: only the window limits
+      const auto excess = static_cast<std::size_t>(m.offset - kv);
+      if (m.window != every_key) m.window = m.window > excess ? m.window - excess : 0;
+      m.offset = kv;
+    }
+    if (m.offset < -q) m.offset = -q;  // no query reaches a key
+    if (m.window != every_key && m.window > sq + skv + 1) m.window = every_key;
+    return m;
+  }
+  /// This mask with a sliding window of w keys: query i attends key j iff
+  /// i + offset - w < j <= i + offset (FlashAttention's window_size = (w - 1, 0), the
+  /// sliding_window of Mistral's attention).
+  constexpr causal_mask windowed(std::size_t w) const noexcept {
+    causal_mask m = *this;
+    m.window = w;
+    return m;
+  }
 };
 inline constexpr causal_mask causal{};
 /// The causal mask aligned bottom-right for scores of seq_q queries and seq_kv keys: query i
@@ -55,6 +94,9 @@ constexpr causal_mask causal_lower_right(std::size_t seq_q, std::size_t seq_kv) 
 /// The causal mask whose first query sits at position k: query i may attend key j iff
 /// j <= i + k (k may be negative: queries before position 0 attend nothing).
 constexpr causal_mask causal_from(std::ptrdiff_t k) noexcept { return {k}; }
+/// The causal mask with a sliding window of w keys: query i attends keys i - w + 1 ... i, the
+/// last w up to itself (causal.windowed(w); a window of 0 attends nothing).
+constexpr causal_mask sliding_window(std::size_t w) noexcept { return causal.windowed(w); }
 
 /// Per batch item, the keys to ignore: (batch, seq_kv), non-zero = ignored.
 template <class M, Shape S>

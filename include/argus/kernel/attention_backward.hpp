@@ -73,6 +73,8 @@ void mask_score_row(const attention_problem<T>& p, bool causal, std::size_t b, s
   if (causal) {
     const std::size_t reach = causal_key_end(p, i + 1);  // keys from reach on are ignored
     for (std::size_t j = (reach > j0 ? reach - j0 : 0); j < n; ++j) row[j] = minus_inf;
+    const std::size_t first = causal_key_begin(p, i);  // and keys before first
+    for (std::size_t j = 0; j0 + j < first && j < n; ++j) row[j] = minus_inf;
   }
   if (p.key_ignore != nullptr) {
     const std::uint8_t* ki = p.key_ignore + b * p.key_ignore_batch + j0;

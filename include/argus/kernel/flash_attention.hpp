@@ -18,9 +18,10 @@
 // every register block of each query tile, so that the cache lines and pages of K and V
 // fetched serve many rows even when K and V are strided views. Consecutive items share g,
 // so its K and V stay in L2. A causal mask (key j is allowed for query i iff j <= i +
-// causal_offset: 0 top-left aligned, seq_kv − seq_q bottom-right) ends the key loop after the last
-// key any row of the item may see, skips the tiles past each tile's reach and is tested only on the
-// tiles that cross the diagonal. A row whose keys are all masked has m = -inf to the end: its
+// causal_offset, 0 top-left aligned, seq_kv − seq_q bottom-right, and, with a window, j > i +
+// causal_offset − causal_window) starts the key loop at the first key any row of the item may
+// see and ends it after the last, skips the tiles outside each tile's band and is tested only on
+// the tiles that cross its edges. A row whose keys are all masked has m = -inf to the end: its
 // probabilities are exactly 0, l stays 0 and its output is 0 (never NaN).
 //
 // Bad values (docs/reference/semantics.md). A NaN or +inf logit makes its row NaN: the
@@ -86,6 +87,10 @@ struct attention_problem {
   /// already hides every key or shows them all), as the fused evaluator does.
   bool causal = false;
   std::ptrdiff_t causal_offset = 0;
+  /// Under causal, query i sees only the last causal_window of those keys: i + causal_offset
+  /// − causal_window < j (a sliding window; the maximum: no limit). Compared as T too: keep it
+  /// at most seq_q + seq_kv + 1 (where it already limits nothing).
+  std::size_t causal_window = std::numeric_limits<std::size_t>::max();
   /// [b][j] != 0: key j ignored by every query of batch item b.
   const std::uint8_t* key_ignore = nullptr;
   std::size_t key_ignore_batch = 0;
@@ -144,6 +149,31 @@ std::size_t causal_first_query(const attention_problem<T>& p, std::size_t j) noe
   return j > shift ? j - shift : 0;
 }
 
+/// Under p's causal mask, the first key query `query` sees: its end less causal_window, or 0.
+template <class T>
+std::size_t causal_key_begin(const attention_problem<T>& p, std::size_t query) noexcept {
+  const std::size_t end = causal_key_end(p, query + 1);
+  return end > p.causal_window ? end - p.causal_window : 0;
+}
+
+/// Under p's causal mask, one past the last query whose window still holds key j: queries
+/// i < j + causal_window − causal_offset (saturating; the maximum where no window limits).
+template <class T>
+std::size_t causal_query_end(const attention_problem<T>& p, std::size_t j) noexcept {
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
+  if (p.causal_window >= most - j) return most;
+  const std::size_t x = j + p.causal_window, shift = magnitude(p.causal_offset);
+  if (p.causal_offset >= 0) return x > shift ? x - shift : 0;
+  return shift >= most - x ? most : x + shift;
+}
+
+/// The first key some query sees: 0, or under a causal mask with a window the first key of
+/// query 0's window.
+template <class T>
+std::size_t first_visible_key(const attention_problem<T>& p) noexcept {
+  return p.causal ? causal_key_begin(p, 0) : 0;
+}
+
 /// How many of the keys [j0, j0 + nk) the queries before `query_end` can see: all of them
 /// without a causal mask, else those before causal_key_end(p, query_end).
 template <class T>
@@ -164,7 +194,7 @@ std::size_t visible_keys(const attention_problem<T>& p) noexcept {
 /// Few queries against many keys: such calls split the keys over threads.
 template <class T>
 bool decode_shaped(const attention_problem<T>& p) noexcept {
-  const std::size_t keys = visible_keys(p);
+  const std::size_t keys = visible_keys(p) - std::min(first_visible_key(p), visible_keys(p));
   return p.seq_q <= 16 && keys >= 256 && keys >= 8 * p.seq_q;
 }
 
@@ -369,14 +399,19 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
       for (std::size_t j = 0; j < n; ++j) st[j * tile + r] += a[j];
     }
   }
-  if (p.causal && j0 + n > causal_key_end(p, s.min_query + 1)) {  // it crosses the diagonal
+  // The tile crosses the diagonal (a key past some row's reach) or a window's start (a key
+  // before some row's first).
+  if (p.causal &&
+      (j0 + n > causal_key_end(p, s.min_query + 1) || j0 < causal_key_begin(p, s.max_query))) {
     masked = true;
-    const V inf = V::broadcast(minus_inf);
+    const V inf = V::broadcast(minus_inf), window = V::broadcast(static_cast<T>(p.causal_window));
     for (std::size_t j = 0; j < n; ++j) {
       const V key = V::broadcast(static_cast<T>(j0 + j));
       for (std::size_t v = 0; v < s.lanes(); v += w) {
-        const V x = V::load(st + j * tile + v);
-        select(V::load(s.query_pos + v).v < key.v, inf, x).store(st + j * tile + v);
+        const V x = V::load(st + j * tile + v), pos = V::load(s.query_pos + v);
+        // ignored: key > pos (past the reach) or key <= pos − window (before the window)
+        select(pos.v < key.v, inf, select(key.v <= (pos - window).v, inf, x))
+            .store(st + j * tile + v);
       }
     }
   }
@@ -406,7 +441,7 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
 template <class T>
 bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, std::size_t i,
                   std::size_t j) {
-  if (p.causal && j >= causal_key_end(p, i + 1)) return true;
+  if (p.causal && (j >= causal_key_end(p, i + 1) || j < causal_key_begin(p, i))) return true;
   if (p.key_ignore != nullptr && p.key_ignore[b * p.key_ignore_batch + j] != 0) return true;
   if (p.ignore != nullptr &&
       p.ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j] != 0)
@@ -448,6 +483,17 @@ void add_unclean_values(const flash_item<T>& it, const row_set<T>& s, std::size_
   }
 }
 
+/// The first key from ja on that some row of the item sees: ja, or under a causal mask with a
+/// window the start of its first row's window.
+template <class T>
+std::size_t item_keys_begin(const flash_item<T>& it, std::size_t ja) noexcept {
+  if (!it.p->causal) return ja;
+  std::size_t first = std::numeric_limits<std::size_t>::max();
+  for (std::size_t si = 0; si < it.set_count; ++si)
+    first = std::min(first, causal_key_begin(*it.p, it.sets[si].min_query));
+  return std::max(ja, first);
+}
+
 /// The end of the keys below jb that some row of the item sees: jb, or under a causal mask
 /// the reach of its last query.
 template <class T>
@@ -472,8 +518,8 @@ class output_prefetch {
   output_prefetch(const flash_item<T>& it, std::size_t ja, std::size_t jb) noexcept : it_(it) {
     // One more than a row's lines: a row that does not start on a line ends in one more.
     const std::size_t lines_per_row = (it.p->d_v * sizeof(T) + 63) / 64 + 1;
-    const std::size_t end = item_keys_end(it, jb);
-    const std::size_t tiles = end > ja ? (end - ja + it.k_tile - 1) / it.k_tile : 0;
+    const std::size_t begin = item_keys_begin(it, ja), end = item_keys_end(it, jb);
+    const std::size_t tiles = end > begin ? (end - begin + it.k_tile - 1) / it.k_tile : 0;
     std::size_t rows = 0;
     for (std::size_t si = 0; si < it.set_count; ++si) rows += it.sets[si].rows;
     lines_ = lines_per_row;
@@ -505,17 +551,19 @@ template <class T, std::size_t DK, std::size_t DV>
 void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
               output_prefetch<T>* prefetch = nullptr) {
   const attention_problem<T>& p = *it.p;
-  const std::size_t j_end = item_keys_end(it, jb);
-  std::size_t min_query = p.seq_q;
-  for (std::size_t si = 0; si < it.set_count; ++si)
+  const std::size_t j_begin = item_keys_begin(it, ja), j_end = item_keys_end(it, jb);
+  std::size_t min_query = p.seq_q, max_query = 0;
+  for (std::size_t si = 0; si < it.set_count; ++si) {
     min_query = std::min(min_query, it.sets[si].min_query);
+    max_query = std::max(max_query, it.sets[si].max_query);
+  }
   thread_local unclean_values<T> unclean;
   const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
   const T* k_base = p.k + it.b * p.k_batch + it.g * p.k_head;
   const T* v_base = p.v + it.b * p.v_batch + it.g * p.v_head;
   const std::uint8_t* key_ignore =
       p.key_ignore ? p.key_ignore + it.b * p.key_ignore_batch : nullptr;
-  for (std::size_t j0 = ja; j0 < j_end; j0 += it.k_tile) {
+  for (std::size_t j0 = j_begin; j0 < j_end; j0 += it.k_tile) {
     const std::size_t nk = std::min(it.k_tile, j_end - j0);
     if (prefetch != nullptr) prefetch->next();
     const bool any_key_ignored =
@@ -528,12 +576,14 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
     // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
     unclean.rows.clear();
     const bool pairwise = p.ignore != nullptr || p.additive != nullptr;
-    // Keys from causal_reach on are past some row's reach.
+    // Keys from causal_reach on are past some row's reach, keys before window_start before
+    // some row's window.
     const std::size_t causal_reach = p.causal ? causal_key_end(p, min_query + 1) : 0;
-    const bool crosses = p.causal && j0 + nk > causal_reach;
+    const std::size_t window_start = p.causal ? causal_key_begin(p, max_query) : 0;
+    const bool crosses = p.causal && (j0 + nk > causal_reach || j0 < window_start);
     if (pairwise || crosses || any_key_ignored) {
       auto may_be_ignored = [&](std::size_t j) {
-        return pairwise || (crosses && j0 + j >= causal_reach) ||
+        return pairwise || (crosses && (j0 + j >= causal_reach || j0 + j < window_start)) ||
                (any_key_ignored && key_ignore[j0 + j] != 0);
       };
       simd<T> seen = simd<T>::zero();
@@ -570,6 +620,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
         const std::size_t reach = causal_key_end(p, s.max_query + 1);
         if (j0 >= reach) continue;  // the whole tile is in every row's future
         n = std::min(n, reach - j0);
+        if (j0 + n <= causal_key_begin(p, s.min_query)) continue;  // before every row's window
       }
       if (s.on_lanes())
         score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
@@ -729,7 +780,8 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
   const std::size_t rows_total = group * p.seq_q;  // row = head in group · seq_q + query
   const std::size_t set_count = (rows_total + tile - 1) / tile;
   const std::size_t pairs = p.batch * p.kv_heads;
-  const std::size_t keys = visible_keys(p);
+  const std::size_t first = std::min(first_visible_key(p), visible_keys(p));
+  const std::size_t keys = visible_keys(p) - first;  // keys [first, first + keys)
   const flash_layout<T> layout(p, set_count);
   // Two items per thread, each chunk at least two key tiles long.
   const std::size_t most = std::max<std::size_t>(1, keys / (2 * layout.k_tile));
@@ -757,8 +809,8 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
       }
       start_set(p, it.b, s, it.dvp);
     }
-    const std::size_t ja = chunk * chunk_keys;
-    const std::size_t jb = std::min(keys, ja + chunk_keys);
+    const std::size_t ja = first + chunk * chunk_keys;
+    const std::size_t jb = first + std::min(keys, chunk * chunk_keys + chunk_keys);
     output_prefetch<T> prefetch(it, ja, jb);  // used where the rows go to p.o (one chunk)
     run_item<T, DK, DV>(it, ja, jb, chunks == 1 ? &prefetch : nullptr);
     for (std::size_t si = 0; si < set_count; ++si) {

@@ -168,12 +168,14 @@ backward_tiles<T>& thread_backward_tiles() {
   return tiles;
 }
 
-/// Whether p's causal mask hides some of keys [j0, j0 + nk) (nk >= 1) from some query from i0
-/// on: some key lies past the first query's reach.
+/// Whether p's causal mask hides some of keys [j0, j0 + nk) from some of the
+/// queries [i0, i0 + rows) (rows >= 1): some key lies past the first query's reach, or before
+/// the last query's window.
 template <class T>
-bool crosses_diagonal(const attention_problem<T>& p, std::size_t i0, std::size_t j0,
-                      std::size_t nk) noexcept {
-  return p.causal && j0 + nk > causal_key_end(p, i0 + 1);
+bool crosses_diagonal(const attention_problem<T>& p, std::size_t i0, std::size_t rows,
+                      std::size_t j0, std::size_t nk) noexcept {
+  return p.causal &&
+         (j0 + nk > causal_key_end(p, i0 + 1) || j0 < causal_key_begin(p, i0 + rows - 1));
 }
 
 /// row[j] = e^(row[j] − l) for j < nk (l the row's lse, not -inf), as 2^x: Fold, x = row[j] ·
@@ -212,7 +214,7 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
                         std::size_t nq, std::size_t j0, std::size_t nk, const T* lse, T* s,
                         std::size_t ld) noexcept {
   const T minus_inf = -std::numeric_limits<T>::infinity();
-  const bool causal_cross = crosses_diagonal(p, i0, j0, nk);
+  const bool causal_cross = crosses_diagonal(p, i0, nq, j0, nk);
   const bool other_masks = p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
   for (std::size_t r = 0; r < nq; ++r) {
     T* row = s + r * ld;
@@ -382,8 +384,11 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       zero_packed_b_row(nk, p.d_k, j, k_n);
     });
   // Under a causal mask, query i sees key j0 only if i >= j0 − causal_offset: earlier query
-  // tiles are skipped.
+  // tiles are skipped; with a window, so are the query tiles past the last query whose
+  // window still holds the tile's last key.
   const std::size_t i_first = p.causal ? causal_first_query(p, j0) / bq * bq : 0;
+  const std::size_t i_stop =
+      p.causal ? std::min(p.seq_q, causal_query_end(p, j0 + nk - 1)) : p.seq_q;
   // Slivers no mask touches take the fused S/P and dP/dS register tiles (the masks other than
   // causal and dropout apply per element; the causal mask only to slivers that cross the
   // diagonal; wide heads do not fit a packed sliver).
@@ -393,7 +398,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
     const T* lse = bp.lse + (b * p.heads + h) * p.seq_q;
     const T* dd = row_dots + (b * p.heads + h) * p.seq_q;
-    for (std::size_t i0 = i_first; i0 < p.seq_q; i0 += bq) {
+    for (std::size_t i0 = i_first; i0 < i_stop; i0 += bq) {
       const std::size_t nq = std::min(bq, p.seq_q - i0);
       const T* q = p.q + b * p.q_batch + h * p.q_head + i0 * p.q_row;
       const T* d_o = bp.d_o + b * p.o_batch + h * p.o_head + i0 * p.o_row;
@@ -431,7 +436,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
         // A sliver that sees fewer keys than its tile meets ignored pairs in the products over
         // the tile (dV, dK) even where none of its ns keys is past a row's reach: with an
         // offset below 0 every row may see none of them.
-        const bool crosses = crosses_diagonal(p, i0 + r0, j0, ns) || ns < nk_tile;
+        const bool crosses = crosses_diagonal(p, i0 + r0, rows, j0, ns) || ns < nk_tile;
         const auto fused_sliver = sliver_probabilities_and_gradient_for<T>(rows);
         // The sliver's Q and dO rows, copied with the packed stride where they fit, so that
         // the products read them in place (and no thread needs gemm's packing buffers).

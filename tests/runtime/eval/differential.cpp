@@ -91,10 +91,12 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   const values kind = values(uniform(0, 3));
   const int form =
       int(uniform(0, 3));  // 0 no mask, 1 causal + padding, 2 all four, 3 all four, merged
-  // The causal mask: top-left, bottom-right, or at a random offset (past either end too).
-  const causal_mask diagonal = std::array{causal, causal_lower_right(sq, skv),
-                                          causal_from(std::ptrdiff_t(uniform(0, sq + skv + 4)) -
-                                                      std::ptrdiff_t(sq) - 2)}[uniform(0, 2)];
+  // The causal mask: top-left, bottom-right, or at a random offset (past either end too); in
+  // a third of the cases with a sliding window (a single key, or up to a little past seq_kv).
+  causal_mask diagonal = std::array{causal, causal_lower_right(sq, skv),
+                                    causal_from(std::ptrdiff_t(uniform(0, sq + skv + 4)) -
+                                                std::ptrdiff_t(sq) - 2)}[uniform(0, 2)];
+  if (chance(1.0 / 3)) diagonal = diagonal.windowed(chance(0.2) ? 1 : uniform(1, skv + 8));
   const std::size_t threads = uniform(1, 3);
   rep.text << "config (" << (std::is_same_v<T, float> ? "float" : "double") << ", heads "
            << C::heads << ", kv_heads " << C::kv_heads << ", d_k " << C::d_k << ", d_v " << C::d_v
@@ -104,6 +106,9 @@ void run_case(std::mt19937_64& g, case_report& rep) {
                : form == 1 ? "causal + ignore_keys"
                            : "all four")
            << (form >= 1 ? ", causal offset " + std::to_string(diagonal.offset) : "")
+           << (form >= 1 && diagonal.window != causal_mask::every_key
+                   ? ", window " + std::to_string(diagonal.window)
+                   : "")
            << (form == 3 ? " (merged heads)" : "") << ", fused on " << threads << " threads";
 
   problem<C> p(b, sq, skv);

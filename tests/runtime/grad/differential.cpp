@@ -75,10 +75,12 @@ void run_case(std::mt19937_64& g, case_report& rep) {
     (sq > skv ? sq : skv) /= 2;
   const values kind = values(uniform(0, 3));
   const int form = int(uniform(0, 2));  // 0 no mask, 1 causal + padding, 2 all four
-  // The causal mask: top-left, bottom-right, or at a random offset (past either end too).
-  const causal_mask diagonal = std::array{causal, causal_lower_right(sq, skv),
-                                          causal_from(std::ptrdiff_t(uniform(0, sq + skv + 4)) -
-                                                      std::ptrdiff_t(sq) - 2)}[uniform(0, 2)];
+  // The causal mask: top-left, bottom-right, or at a random offset (past either end too); in
+  // a third of the cases with a sliding window (a single key, or up to a little past seq_kv).
+  causal_mask diagonal = std::array{causal, causal_lower_right(sq, skv),
+                                    causal_from(std::ptrdiff_t(uniform(0, sq + skv + 4)) -
+                                                std::ptrdiff_t(sq) - 2)}[uniform(0, 2)];
+  if (chance(1.0 / 3)) diagonal = diagonal.windowed(chance(0.2) ? 1 : uniform(1, skv + 8));
   const std::size_t threads = uniform(1, 3);
   const double rate = chance(1.0 / 3) ? std::array{0.1, 0.5, 0.9}[uniform(0, 2)] : 0.0;
   const std::uint64_t seed = g();
@@ -90,6 +92,9 @@ void run_case(std::mt19937_64& g, case_report& rep) {
                : form == 1 ? "causal + ignore_keys"
                            : "all four")
            << (form >= 1 ? ", causal offset " + std::to_string(diagonal.offset) : "")
+           << (form >= 1 && diagonal.window != causal_mask::every_key
+                   ? ", window " + std::to_string(diagonal.window)
+                   : "")
            << ", dropout " << rate << ", " << threads << " threads";
 
   tensor<T, q_shape> q(b, sq);                                        // (B,H,SEQ_Q,D_K)
@@ -155,7 +160,10 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   rep.text << ", " << placed << " bad values placed";
 
   test::core_masks<T> used;
-  if (form >= 1) used.causal = true, used.causal_offset = diagonal.offset, used.pad = pad.data();
+  if (form >= 1) {
+    used.causal = true, used.pad = pad.data();
+    used.causal_offset = diagonal.offset, used.causal_window = diagonal.window;
+  }
   if (form == 2) used.pairs = pairs.data(), used.add = add.data();
   const test::core_gradients<T> want(b, C::heads, C::kv_heads, sq, skv, C::d_k, C::d_v, q.data(),
                                      k.data(), v.data(), dout.data(), used, rate, seed);
