@@ -13,17 +13,19 @@
 // Rows (names read BM_core/<evaluator>/n:1024/h:8/threads:1):
 //   BM_core          n = seq_q = seq_kv in 128 ... 8192, h 8, d_k 64
 //   BM_core_causal   causal mask, n 1024 and 4096
+//   BM_core_window   sliding_window(512): each query attends the last 512 keys, n 4096, 8192
 //   BM_core_gqa      grouped-query: 8 query heads over kv_h 2 key/value heads
 //   BM_core_cross    n_q 256 queries against n_kv 4096 keys
 //   BM_core_decode   one query against n_kv keys (1024, 4096, 8192)
 //   BM_core_heads    h 1 ... 16 heads at d_model 512 (d_k = 512 / h), n 1024
 //   BM_peak_fma      the FMA peak that peak_pct divides by
 // each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
-// (halved for causal).
+// (halved for causal; for a window, 4·B·h·d_k times the pairs inside it).
 // smoke-filter: BM_core/(fused|unfused|eigen|onednn|torch)/n:128/h:8/threads:1/
 #include "attention_support.hpp"
 #include <argus/argus.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -36,8 +38,9 @@ using argus::bench::evaluator;
 using argus::bench::row_args;
 namespace peer = argus::bench::eigen_peer;
 
-/// One row: H query heads over G key/value heads of width DK.
-template <std::size_t H, std::size_t G, std::size_t DK, bool Causal>
+/// One row: H query heads over G key/value heads of width DK; Causal: the causal mask, with a
+/// sliding window of Window keys where Window is not 0.
+template <std::size_t H, std::size_t G, std::size_t DK, bool Causal, std::size_t Window = 0>
 void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
   using namespace argus;
   const std::size_t sq = a.seq_q(state), skv = a.seq_kv(state);
@@ -51,12 +54,19 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
   bench::fill_random(k.data(), k.size(), 2, 1.0f);
   bench::fill_random(v.data(), v.size(), 3, 1.0f);
   const auto e = [&] {
-    if constexpr (Causal)
+    if constexpr (Window != 0)
+      return attend(softmax(mask(scores(q, k), sliding_window(Window))), v);
+    else if constexpr (Causal)
       return attend(softmax(mask(scores(q, k), causal)), v);
     else
       return attend(softmax(scores(q, k)), v);
   }();
-  const double flops = bench::core_flops(1, H, sq, skv, DK, DK, Causal);
+  double flops = bench::core_flops(1, H, sq, skv, DK, DK, Causal);
+  if constexpr (Window != 0) {  // the pairs inside the window: query i sees min(i + 1, Window)
+    double pairs = 0;
+    for (std::size_t i = 0; i < sq; ++i) pairs += double(std::min({i + 1, Window, skv}));
+    flops = bench::core_flops(1, H, sq, skv, DK, DK, false) * pairs / (double(sq) * double(skv));
+  }
   const peer::core_dims dims{1, H, G, sq, skv, DK, DK};
   const auto eigen_call = [&] {
     peer::core(dims, {q.data(), H * sq * DK, sq * DK, DK}, {k.data(), G * skv * DK, skv * DK, DK},
@@ -75,7 +85,13 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
                         [&] { evaluate(e, unfused, o); });
       break;
     case evaluator::eigen:
-      bench::timed_loop(state, threads, flops, double(peer::core_bytes(dims, threads)), eigen_call);
+      if constexpr (Window != 0) {
+        state.SkipWithError("the Eigen peer has no sliding window");
+        return;
+      } else {
+        bench::timed_loop(state, threads, flops, double(peer::core_bytes(dims, threads)),
+                          eigen_call);
+      }
       break;
     case evaluator::onednn:
     case evaluator::torch:
@@ -119,6 +135,8 @@ const bool registered = [] {
            cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8));
   add_rows("BM_core_causal", core_row<8, 8, 64, true>, {"n", "h", "threads"},
            cross_product({1024, 4096}, 8));
+  add_rows("BM_core_window", core_row<8, 8, 64, true, 512>, {"n", "h", "threads"},
+           cross_product({4096, 8192}, 8));
   add_rows("BM_core_gqa", core_row<8, 2, 64, false>, {"n", "h", "kv_h", "threads"},
            cross_product({1024, 4096}, 8, {2}));
   add_rows("BM_core_cross", core_row<8, 8, 64, false>, {"n_q", "n_kv", "h", "threads"},

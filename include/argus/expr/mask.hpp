@@ -330,7 +330,8 @@ concept mask_fits_scores =
     mask_rows_equal_seq_q<detail::mask_extents<M>::rows, SeqQ> &&
     mask_cols_equal_seq_kv<detail::mask_extents<M>::cols, SeqKV>;
 
-/// A mask argument is one of causal, ignore_keys(...), ignore_where(...), add_to_scores(...).
+/// A mask argument is one of causal (or causal_lower_right(...), causal_from(...),
+/// sliding_window(...)), ignore_keys(...), ignore_where(...), add_to_scores(...).
 template <class M>
 concept argument_is_a_mask = Mask<std::remove_cvref_t<M>>;
 /// mask(s, masks...) with no mask would be s itself: a mistake, not a no-op.
@@ -349,8 +350,9 @@ constexpr bool mask_accepted() {
   } else if constexpr (!argument_is_a_mask<M>) {
     if constexpr (Report)
       static_assert(argument_is_a_mask<M>,
-                    "argument_is_a_mask: a mask is causal, ignore_keys(padding), "
-                    "ignore_where(pairs) or add_to_scores(values), given after the inputs");
+                    "argument_is_a_mask: a mask is causal (or causal_lower_right, causal_from, "
+                    "sliding_window), ignore_keys(padding), ignore_where(pairs) or "
+                    "add_to_scores(values), given after the inputs");
     return false;
   } else if constexpr (!padding_batch_equals_batch<E::padding_batch, Batch>) {
     if constexpr (Report)
