@@ -222,6 +222,39 @@ BOOST_AUTO_TEST_CASE(sliding_window_is_the_causal_mask_with_a_window) {
   BOOST_TEST(std::all_of(none.begin(), none.end(), [](float x) { return x == 0.0f; }));
 }
 
+// FlashAttention's window_size = (left, right) without causal: query i attends keys
+// i + skv - sq - left ... i + skv - sq + right, which is causal_from(skv - sq + right) with a
+// window of left + right + 1 keys (docs/how-to/masks.md).
+BOOST_AUTO_TEST_CASE(a_band_around_the_diagonal_is_a_shifted_window) {
+  for (const auto& len : lengths) {
+    const std::size_t sq = len.first, skv = len.second;
+    tensor<float, q_shape> q(1, sq);    // (B,H,SEQ_Q,D_K)
+    tensor<float, kv_shape> k(1, skv);  // (B,G,SEQ_KV,D_K)
+    tensor<float, kv_shape> v(1, skv);  // (B,G,SEQ_KV,D_V)
+    randomize(q), randomize(k), randomize(v);
+    const auto s = scores(q, k);
+    const auto shift = static_cast<std::ptrdiff_t>(skv) - static_cast<std::ptrdiff_t>(sq);
+    for (const auto& [left, right] :
+         {std::pair<std::ptrdiff_t, std::ptrdiff_t>{5, 3}, {0, 0}, {64, 17}, {2, 200}}) {
+      pairs_t band(sq, skv);  // (SEQ_Q,SEQ_KV): true outside the band
+      for (std::size_t i = 0; i < sq; ++i)
+        for (std::size_t j = 0; j < skv; ++j) {
+          const auto d = static_cast<std::ptrdiff_t>(j) - static_cast<std::ptrdiff_t>(i) - shift;
+          band(i, j) = d < -left || d > right;
+        }
+      const auto want = evaluate_reference(attend(softmax(mask(s, ignore_where(band))), v));
+      const auto e = attend(
+          softmax(mask(s, causal_from(shift + right).windowed(std::size_t(left + right + 1)))), v);
+      BOOST_TEST(
+          max_rel_diff(evaluate(e, fused), want) <= 1e-5,
+          "fused, seq_q " << sq << ", seq_kv " << skv << ", (" << left << ", " << right << ")");
+      BOOST_TEST(
+          max_rel_diff(evaluate(e, unfused), want) <= 1e-5,
+          "unfused, seq_q " << sq << ", seq_kv " << skv << ", (" << left << ", " << right << ")");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(explain_names_the_offset) {
   tensor<float, q_shape> q(1, 6);
   tensor<float, kv_shape> k(1, 9), v(1, 9);
