@@ -58,6 +58,26 @@ std::vector<std::ptrdiff_t> offsets(std::size_t sq, std::size_t skv) {
   return {-q - 3, -q, -q + 1, -7, -1, 0, 1, 5, kv - q - 1, kv - q, kv - 1, kv, kv + 9};
 }
 
+/// The output and the gradients of `core` (a causal mask), fused and unfused, against those of
+/// `dense_core` (the dense ignore_where mask of the same pairs) in unfused steps.
+template <class Core, class Dense, class DOut>
+void gradients_agree(const Core& core, const Dense& dense_core, const DOut& dout,
+                     const std::string& where) {
+  auto want_tape = forward_for_training(dense_core, unfused);
+  const auto want = backward(want_tape, dout, unfused);
+  auto check = [&](auto policy) {
+    auto tape = forward_for_training(core, policy);
+    const auto got = backward(tape, dout, policy);
+    const std::string at = std::string(decltype(policy)::name) + ", " + where;
+    BOOST_TEST(max_rel_diff(tape.output(), want_tape.output()) <= 1e-5, at << ": output");
+    BOOST_TEST(max_rel_diff(got.q, want.q) <= 1e-4, at << ": dq");
+    BOOST_TEST(max_rel_diff(got.k, want.k) <= 1e-4, at << ": dk");
+    BOOST_TEST(max_rel_diff(got.v, want.v) <= 1e-4, at << ": dv");
+  };
+  check(fused);
+  check(unfused);
+}
+
 const std::pair<std::size_t, std::size_t> lengths[] = {{1, 300},  {5, 5},    {70, 70},
                                                        {130, 61}, {64, 200}, {200, 133}};
 
@@ -105,24 +125,10 @@ BOOST_AUTO_TEST_CASE(the_gradients_are_those_of_the_dense_mask) {
     for (const std::ptrdiff_t off : offsets(sq, skv))
       for (const std::size_t w : windows) {
         const pairs_t m = dense(sq, skv, off, w);
-        const auto dense_core = attend(softmax(mask(s, ignore_where(m))), v);
-        const auto core = attend(softmax(mask(s, causal_from(off).windowed(w))), v);
-        auto want_tape = forward_for_training(dense_core, unfused);
-        const auto want = backward(want_tape, dout, unfused);
-        auto check = [&](auto policy) {
-          auto tape = forward_for_training(core, policy);
-          const auto got = backward(tape, dout, policy);
-          const std::string where = std::string(decltype(policy)::name) + ", seq_q " +
-                                    std::to_string(sq) + ", seq_kv " + std::to_string(skv) +
-                                    ", offset " + std::to_string(off) + ", window " +
-                                    window_name(w);
-          BOOST_TEST(max_rel_diff(tape.output(), want_tape.output()) <= 1e-5, where << ": output");
-          BOOST_TEST(max_rel_diff(got.q, want.q) <= 1e-4, where << ": dq");
-          BOOST_TEST(max_rel_diff(got.k, want.k) <= 1e-4, where << ": dk");
-          BOOST_TEST(max_rel_diff(got.v, want.v) <= 1e-4, where << ": dv");
-        };
-        check(fused);
-        check(unfused);
+        gradients_agree(attend(softmax(mask(s, causal_from(off).windowed(w))), v),
+                        attend(softmax(mask(s, ignore_where(m))), v), dout,
+                        "seq_q " + std::to_string(sq) + ", seq_kv " + std::to_string(skv) +
+                            ", offset " + std::to_string(off) + ", window " + window_name(w));
       }
   }
 }
@@ -141,21 +147,9 @@ BOOST_AUTO_TEST_CASE(rows_that_see_no_key_bring_nothing_to_the_gradients) {
   for (const std::ptrdiff_t off : {-12, -3, -2})
     for (const std::size_t w : {every_key, std::size_t{2}}) {
       const pairs_t m = dense(sq, skv, off, w);
-      auto want_tape = forward_for_training(attend(softmax(mask(s, ignore_where(m))), v), unfused);
-      const auto want = backward(want_tape, dout, unfused);
-      auto check = [&](auto policy) {
-        auto tape =
-            forward_for_training(attend(softmax(mask(s, causal_from(off).windowed(w))), v), policy);
-        const auto got = backward(tape, dout, policy);
-        const std::string where = std::string(decltype(policy)::name) + ", offset " +
-                                  std::to_string(off) + ", window " + window_name(w);
-        BOOST_TEST(max_rel_diff(tape.output(), want_tape.output()) <= 1e-5, where << ": output");
-        BOOST_TEST(max_rel_diff(got.q, want.q) <= 1e-4, where << ": dq");
-        BOOST_TEST(max_rel_diff(got.k, want.k) <= 1e-4, where << ": dk");
-        BOOST_TEST(max_rel_diff(got.v, want.v) <= 1e-4, where << ": dv");
-      };
-      check(fused);
-      check(unfused);
+      gradients_agree(attend(softmax(mask(s, causal_from(off).windowed(w))), v),
+                      attend(softmax(mask(s, ignore_where(m))), v), dout,
+                      "offset " + std::to_string(off) + ", window " + window_name(w));
     }
 }
 
