@@ -115,6 +115,29 @@ BOOST_AUTO_TEST_CASE(the_output_is_that_of_the_dense_mask) {
   }
 }
 
+// Few queries against many keys split the keys over threads (decode): with a window only the
+// keys some query sees, from the first query's window on.
+BOOST_AUTO_TEST_CASE(decode_shaped_calls_split_the_window_over_threads) {
+  const std::size_t sq = 2, skv = 1000;
+  tensor<float, q_shape> q(2, sq);    // (B,H,SEQ_Q,D_K)
+  tensor<float, kv_shape> k(2, skv);  // (B,G,SEQ_KV,D_K)
+  tensor<float, kv_shape> v(2, skv);  // (B,G,SEQ_KV,D_V)
+  randomize(q), randomize(k), randomize(v);
+  const auto s = scores(q, k);
+  for (const std::ptrdiff_t off : {998, 700, 300})
+    for (const std::size_t w : {every_key, std::size_t{400}, std::size_t{260}}) {
+      const pairs_t m = dense(sq, skv, off, w);
+      const auto want = evaluate_reference(attend(softmax(mask(s, ignore_where(m))), v));
+      const auto e = attend(softmax(mask(s, causal_from(off).windowed(w))), v);
+      for (std::size_t threads : {1u, 2u, 3u}) {
+        set_num_threads(threads);
+        BOOST_TEST(max_rel_diff(evaluate(e, fused), want) <= 1e-5,
+                   "offset " << off << ", window " << window_name(w) << ", threads " << threads);
+      }
+      set_num_threads(0);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(the_gradients_are_those_of_the_dense_mask) {
   for (const auto& len : lengths) {
     const std::size_t sq = len.first, skv = len.second;  // (Clang 14 captures no bindings)
