@@ -167,13 +167,6 @@ std::size_t causal_query_end(const attention_problem<T>& p, std::size_t j) noexc
   return shift >= most - x ? most : x + shift;
 }
 
-/// The first key some query sees: 0, or under a causal mask with a window the first key of
-/// query 0's window.
-template <class T>
-std::size_t first_visible_key(const attention_problem<T>& p) noexcept {
-  return p.causal ? causal_key_begin(p, 0) : 0;
-}
-
 /// How many of the keys [j0, j0 + nk) the queries before `query_end` can see: all of them
 /// without a causal mask, else those before causal_key_end(p, query_end).
 template <class T>
@@ -191,10 +184,18 @@ std::size_t visible_keys(const attention_problem<T>& p) noexcept {
   return visible_keys(p, p.seq_q, 0, p.seq_kv);
 }
 
+/// The first key some query sees: 0, or under a causal mask with a window the first key of
+/// query 0's window; at most visible_keys(p), so that [first, visible_keys(p)) are the keys
+/// some query sees.
+template <class T>
+std::size_t first_visible_key(const attention_problem<T>& p) noexcept {
+  return p.causal ? std::min(causal_key_begin(p, 0), visible_keys(p)) : 0;
+}
+
 /// Few queries against many keys: such calls split the keys over threads.
 template <class T>
 bool decode_shaped(const attention_problem<T>& p) noexcept {
-  const std::size_t keys = visible_keys(p) - std::min(first_visible_key(p), visible_keys(p));
+  const std::size_t keys = visible_keys(p) - first_visible_key(p);
   return p.seq_q <= 16 && keys >= 256 && keys >= 8 * p.seq_q;
 }
 
@@ -557,6 +558,10 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
     min_query = std::min(min_query, it.sets[si].min_query);
     max_query = std::max(max_query, it.sets[si].max_query);
   }
+  // Under a causal mask, keys from causal_reach on are past some row's reach, keys before
+  // window_start before some row's window.
+  const std::size_t causal_reach = p.causal ? causal_key_end(p, min_query + 1) : 0;
+  const std::size_t window_start = p.causal ? causal_key_begin(p, max_query) : 0;
   thread_local unclean_values<T> unclean;
   const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
   const T* k_base = p.k + it.b * p.k_batch + it.g * p.k_head;
@@ -576,10 +581,6 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
     // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
     unclean.rows.clear();
     const bool pairwise = p.ignore != nullptr || p.additive != nullptr;
-    // Keys from causal_reach on are past some row's reach, keys before window_start before
-    // some row's window.
-    const std::size_t causal_reach = p.causal ? causal_key_end(p, min_query + 1) : 0;
-    const std::size_t window_start = p.causal ? causal_key_begin(p, max_query) : 0;
     const bool crosses = p.causal && (j0 + nk > causal_reach || j0 < window_start);
     if (pairwise || crosses || any_key_ignored) {
       auto may_be_ignored = [&](std::size_t j) {
@@ -780,7 +781,7 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
   const std::size_t rows_total = group * p.seq_q;  // row = head in group · seq_q + query
   const std::size_t set_count = (rows_total + tile - 1) / tile;
   const std::size_t pairs = p.batch * p.kv_heads;
-  const std::size_t first = std::min(first_visible_key(p), visible_keys(p));
+  const std::size_t first = first_visible_key(p);
   const std::size_t keys = visible_keys(p) - first;  // keys [first, first + keys)
   const flash_layout<T> layout(p, set_count);
   // Two items per thread, each chunk at least two key tiles long.
