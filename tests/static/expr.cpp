@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -226,6 +227,20 @@ using pairs_mask = decltype(argus::ignore_where(std::declval<const pair_mask<16,
 static_assert(argus::Mask<argus::causal_mask> && argus::Mask<keys_mask> && argus::Mask<pairs_mask>);
 static_assert(argus::Mask<decltype(argus::add_to_scores(std::declval<const additive<16, 12>&>()))>);
 static_assert(!argus::Mask<padding<2, 12>>);  // a tensor is not a mask: say how it masks
+// A kind of one's own: its static constraints are checked as the built-in kinds' are.
+struct fixed_block {  // a (16, 12) pattern
+  using mask_effect = argus::ignores_pairs;
+  static constexpr argus::mask_constraints constraints{.rows = 16, .cols = 12};
+  bool ignores(std::size_t, std::size_t, std::size_t i, std::size_t j) const {
+    return i / 4 != j / 3;
+  }
+  static std::string name() { return "fixed_block"; }
+};
+static_assert(argus::Mask<fixed_block> && argus::mask_accepts<const scores&, fixed_block>);
+static_assert(argus::mask_accepts<const scores_dyn&, fixed_block>);  // run-time lengths
+static_assert(!argus::mask_accepts<const tensor<float, shape<batch<2>, head<8>, seq<12>, seq<16>>>&,
+                                   fixed_block>);  // mask_rows_equal_seq_q: 16 != 12
+static_assert(!argus::Mask<int> && !argus::Mask<std::string>);
 // Causal masks: query i attends key j iff j <= i + offset (0 top-left; seq_kv - seq_q
 // bottom-right).
 static_assert(!argus::causal.ignores(3, 3) && argus::causal.ignores(3, 4));

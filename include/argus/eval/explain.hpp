@@ -178,7 +178,7 @@ struct planner {
   }
   template <class E, class M>
   void describe_step(const masked_node<E, M>& e, int depth) const {
-    add_in_place(depth, std::string("mask ") + mask_name(e.mask) + " (in place)",
+    add_in_place(depth, "mask " + std::string(e.mask.name()) + " (in place)",
                  extents_string(e.shape()));
     (*this)(e.scores, depth + 1);
   }

@@ -7,8 +7,9 @@
 //   fused_attention_merged      merge_heads(attend(softmax(...), v)) -> the same loop nest,
 //                               writing each head straight into its columns of the merged
 //                               (batch, seq, heads·d_v) result: no merge copy
-// mask* is any chain of masks with at most one of each kind (causal, ignore_keys,
-// ignore_where, add_to_scores); another chain does not match and runs unfused.
+// mask* is any chain of masks of the kinds fused_mask knows (causal, ignore_keys,
+// ignore_where, add_to_scores), at most one of each; another chain does not match and runs
+// unfused.
 #pragma once
 
 #include <argus/eval/materialized.hpp>
@@ -27,57 +28,21 @@
 
 namespace argus::detail {
 
-// --- Recognising mask*(scores(q, k)) -----------------------------------------------------
+// --- The mask kinds the kernels compute ---------------------------------------------------
 
-template <class E>
-struct mask_chain {
-  static constexpr bool ok = false;
-};
-
-template <class Q, class K>
-struct mask_chain<scores_node<Q, K>> {
-  static constexpr bool ok = true;
-  static constexpr int causal = 0, keys = 0, pairs = 0, additive = 0;
-  using scores_type = scores_node<Q, K>;
-  static const scores_type& scores(const scores_type& s) noexcept { return s; }
-};
-
+/// Where a mask kind goes in kernel::attention_problem, and how: fused_mask<M> for a kind M
+/// the kernels compute has `slot` (one mask of a slot per chain: each slot is one set of the
+/// problem's fields) and `set(m, p, keep)`, which fills them (unit-stride copies kept alive in
+/// `keep`). A kind without a specialisation evaluates its attention core with the unfused
+/// steps (the pattern below does not match it), and forward_for_training rejects it
+/// (mask_kind_has_a_kernel): to fuse a new kind, give the kernels its fields and add one
+/// specialisation here.
+enum class mask_slot { causal, keys, pairs, additive };
 template <class M>
-struct mask_kind_count {
-  static constexpr int causal = 0, keys = 0, pairs = 0, additive = 0;
-};
-template <>
-struct mask_kind_count<causal_mask> {
-  static constexpr int causal = 1, keys = 0, pairs = 0, additive = 0;
-};
-template <class M, class S>
-struct mask_kind_count<ignore_keys_mask<M, S>> {
-  static constexpr int causal = 0, keys = 1, pairs = 0, additive = 0;
-};
-template <class M, class S>
-struct mask_kind_count<ignore_mask<M, S>> {
-  static constexpr int causal = 0, keys = 0, pairs = 1, additive = 0;
-};
-template <class T, class S>
-struct mask_kind_count<additive_mask<T, S>> {
-  static constexpr int causal = 0, keys = 0, pairs = 0, additive = 1;
+struct fused_mask {
+  static constexpr bool supported = false;
 };
 
-template <class E, class M>
-struct mask_chain<masked_node<E, M>> {
-  using inner = mask_chain<E>;
-  using count = mask_kind_count<M>;
-  static constexpr int causal = inner::causal + count::causal, keys = inner::keys + count::keys;
-  static constexpr int pairs = inner::pairs + count::pairs,
-                       additive = inner::additive + count::additive;
-  static constexpr bool ok = inner::ok && causal <= 1 && keys <= 1 && pairs <= 1 && additive <= 1;
-  using scores_type = typename inner::scores_type;
-  static const scores_type& scores(const masked_node<E, M>& m) noexcept {
-    return inner::scores(m.scores);
-  }
-};
-
-/// Sets the problem's mask fields from the chain; unit-stride copies are kept alive in `keep`.
 template <class T>
 struct mask_storage {
   materialized<std::uint8_t, shape<batch<>, seq<>>> keys;
@@ -97,43 +62,115 @@ as_bytes(const tensor_view<const M, S>& v) {
           layout<R>{r, {v.stride(0), v.stride(1)}}};
 }
 
-template <class T, class E>
-void set_masks(const E&, kernel::attention_problem<T>&, mask_storage<T>&) {}  // scores: no mask
-
-template <class T, class E, class M>
-void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask_storage<T>& keep) {
-  set_masks(m.scores, p, keep);
-  check_mask_storage(m.mask);
-  if constexpr (std::is_same_v<M, causal_mask>) {
+template <>
+struct fused_mask<causal_mask> {
+  static constexpr bool supported = true;
+  static constexpr mask_slot slot = mask_slot::causal;
+  template <class T>
+  static void set(const causal_mask& m, kernel::attention_problem<T>& p, mask_storage<T>&) {
     // The same pairs with query positions, i + offset, and window starts small enough to be
     // exact in T.
-    const causal_mask c = m.mask.fitted(p.seq_q, p.seq_kv);
+    const causal_mask c = m.fitted(p.seq_q, p.seq_kv);
     p.causal = true;
     p.causal_offset = c.offset;
     p.causal_window = c.window;
-  } else if constexpr (mask_kind_count<M>::keys) {
-    keep.keys = contiguous(borrow<std::uint8_t>(as_bytes(m.mask.keys.view)));
+  }
+};
+template <class M, class S>
+struct fused_mask<ignore_keys_mask<M, S>> {
+  static constexpr bool supported = true;
+  static constexpr mask_slot slot = mask_slot::keys;
+  template <class T>
+  static void set(const ignore_keys_mask<M, S>& m, kernel::attention_problem<T>& p,
+                  mask_storage<T>& keep) {
+    keep.keys = contiguous(borrow<std::uint8_t>(as_bytes(m.keys.view)));
     p.key_ignore = keep.keys.view.data();
     p.key_ignore_batch = keep.keys.view.stride(0);
-  } else if constexpr (mask_kind_count<M>::pairs) {
-    keep.pairs = contiguous(borrow<std::uint8_t>(as_bytes(m.mask.pairs.view)));
+  }
+};
+template <class M, class S>
+struct fused_mask<ignore_mask<M, S>> {
+  static constexpr bool supported = true;
+  static constexpr mask_slot slot = mask_slot::pairs;
+  template <class T>
+  static void set(const ignore_mask<M, S>& m, kernel::attention_problem<T>& p,
+                  mask_storage<T>& keep) {
+    keep.pairs = contiguous(borrow<std::uint8_t>(as_bytes(m.pairs.view)));
     p.ignore = keep.pairs.view.data();
     p.ignore_row = keep.pairs.view.stride(0);
-  } else {
-    const auto& v = m.mask.values.view;
+  }
+};
+template <class A, class S>
+struct fused_mask<additive_mask<A, S>> {
+  static constexpr bool supported = true;
+  static constexpr mask_slot slot = mask_slot::additive;
+  template <class T>
+  static void set(const additive_mask<A, S>& m, kernel::attention_problem<T>& p,
+                  mask_storage<T>& keep) {
+    const auto& v = m.values.view;
     using R = shape<seq<>, seq<>>;
     keep.additive = contiguous(borrow<T>(tensor_view<const T, R>(
         v.data(), layout<R>{R(v.extent(0), v.extent(1)), {v.stride(0), v.stride(1)}})));
     p.additive = keep.additive.view.data();
     p.add_row = keep.additive.view.stride(0);
   }
+};
+
+// --- Recognising mask*(scores(q, k)) -----------------------------------------------------
+
+/// A chain mask*(scores(q, k)) (`chain`): `kernels` when fused_mask supports every kind of it,
+/// `one_per_slot` when no two of its masks share a slot, ok when both hold (the fused
+/// patterns match it).
+template <class E>
+struct mask_chain {
+  static constexpr bool chain = false, ok = false, kernels = false, one_per_slot = false;
+};
+
+template <class Q, class K>
+struct mask_chain<scores_node<Q, K>> {
+  static constexpr bool chain = true, kernels = true, one_per_slot = true, ok = true;
+  static constexpr int masks_in(mask_slot) { return 0; }
+  using scores_type = scores_node<Q, K>;
+  static const scores_type& scores(const scores_type& s) noexcept { return s; }
+};
+
+template <class E, class M>
+struct mask_chain<masked_node<E, M>> {
+  using inner = mask_chain<E>;
+  static constexpr bool chain = inner::chain;
+  static constexpr bool kernels = inner::kernels && fused_mask<M>::supported;
+  static constexpr int masks_in(mask_slot s) {
+    if constexpr (kernels)
+      return inner::masks_in(s) + (fused_mask<M>::slot == s ? 1 : 0);
+    else
+      return 0;
+  }
+  static constexpr bool one_per_slot =
+      kernels && masks_in(mask_slot::causal) <= 1 && masks_in(mask_slot::keys) <= 1 &&
+      masks_in(mask_slot::pairs) <= 1 && masks_in(mask_slot::additive) <= 1;
+  static constexpr bool ok = kernels && one_per_slot;
+  using scores_type = typename inner::scores_type;
+  static const scores_type& scores(const masked_node<E, M>& m) noexcept {
+    return inner::scores(m.scores);
+  }
+};
+
+template <class T, class E>
+void set_masks(const E&, kernel::attention_problem<T>&, mask_storage<T>&) {}  // scores: no mask
+
+/// Sets the problem's mask fields from the chain (every kind of it has a fused_mask).
+template <class T, class E, class M>
+void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask_storage<T>& keep) {
+  set_masks(m.scores, p, keep);
+  check_mask_storage(m.mask);
+  fused_mask<M>::set(m.mask, p, keep);
 }
 
 // --- The patterns -------------------------------------------------------------------------
 
 template <class E>
 struct attention_core_traits {
-  static constexpr bool ok = false;
+  static constexpr bool ok = false, unfused_masks = false;
 };
 template <class E>
 struct is_split_stacked_projection : std::false_type {};
@@ -147,6 +184,9 @@ struct is_split_heads<split_heads_node<H, X>> : std::true_type {};
 template <class S, class V>
 struct attention_core_traits<attend_node<softmax_node<S>, V>> {
   static constexpr bool ok = mask_chain<S>::ok;
+  /// attend(softmax(mask*(scores(q, k))), v) with a mask kind the kernels do not compute.
+  static constexpr bool unfused_masks = mask_chain<S>::chain && !mask_chain<S>::kernels;
+  using masked_scores = S;
 };
 
 template <class E>
@@ -200,33 +240,13 @@ std::string extents_string(const S& s);
 template <class E>
 std::size_t result_bytes(const E& e);
 
-inline std::string mask_name(const causal_mask& m) {
-  std::string extra;
-  if (m.offset != 0) extra = "offset " + std::to_string(m.offset);
-  if (m.window != causal_mask::every_key)
-    extra += (extra.empty() ? "window " : ", window ") + std::to_string(m.window);
-  return extra.empty() ? "causal" : "causal (" + extra + ")";
-}
-template <class M, class S>
-const char* mask_name(const ignore_keys_mask<M, S>&) {
-  return "ignore_keys";
-}
-template <class M, class S>
-const char* mask_name(const ignore_mask<M, S>&) {
-  return "ignore_where";
-}
-template <class T, class S>
-const char* mask_name(const additive_mask<T, S>&) {
-  return "add_to_scores";
-}
-
 template <class E>
 void mask_names(const E&, std::string&) {}
 template <class E, class M>
 void mask_names(const masked_node<E, M>& m, std::string& out) {
   mask_names(m.scores, out);
   out += out.empty() ? "" : " + ";
-  out += mask_name(m.mask);
+  out += m.mask.name();
 }
 
 /// One line on the fused loop nest of attend(softmax(mask*(scores(q, k))), v).

@@ -157,25 +157,20 @@ struct evaluator {
     return r;
   }
 
-  static bool ignored(const causal_mask& m, std::size_t, std::size_t i, std::size_t j) {
-    return m.ignores(i, j);
+  // What a mask kind says of pair (i, j) of head h of item b, read from its definition.
+  template <class M>
+  static bool ignored(const M& m, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+    if constexpr (boolean_mask_kind<M>)
+      return m.ignores(b, h, i, j);
+    else
+      return false;
   }
-  template <class M, class S>
-  static bool ignored(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t j) {
-    return m.keys.view(b, j) != 0;
-  }
-  template <class M, class S>
-  static bool ignored(const ignore_mask<M, S>& m, std::size_t, std::size_t i, std::size_t j) {
-    return m.pairs.view(i, j) != 0;
-  }
-  template <class T, class S>
-  static bool ignored(const additive_mask<T, S>&, std::size_t, std::size_t, std::size_t) {
-    return false;
-  }
-  static double added(const auto&, std::size_t, std::size_t) { return 0.0; }
-  template <class T, class S>
-  static double added(const additive_mask<T, S>& m, std::size_t i, std::size_t j) {
-    return static_cast<double>(m.values.view(i, j));
+  template <class M>
+  static double added(const M& m, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+    if constexpr (additive_mask_kind<M>)
+      return static_cast<double>(m.added(b, h, i, j));
+    else
+      return 0.0;
   }
 
   template <class E, class M>
@@ -188,8 +183,8 @@ struct evaluator {
           for (std::size_t j = 0; j < r.ext[3]; ++j) {
             // A boolean mask anywhere in the chain wins over an additive one, in any order.
             double& x = r.at(b, h, i, j);
-            x = boolean_ignored(e, b, i, j) ? -std::numeric_limits<double>::infinity()
-                                            : x + added(e.mask, i, j);
+            x = boolean_ignored(e, b, h, i, j) ? -std::numeric_limits<double>::infinity()
+                                               : x + added(e.mask, b, h, i, j);
           }
     return r;
   }
@@ -221,35 +216,36 @@ struct evaluator {
   }
 
   template <class E>
-  static bool boolean_ignored(const E&, std::size_t, std::size_t, std::size_t) {
+  static bool boolean_ignored(const E&, std::size_t, std::size_t, std::size_t, std::size_t) {
     return false;
   }
   template <class E, class M>
-  static bool boolean_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i,
-                              std::size_t j) {
-    return ignored(e.mask, b, i, j) || boolean_ignored(e.scores, b, i, j);
+  static bool boolean_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t h,
+                              std::size_t i, std::size_t j) {
+    return ignored(e.mask, b, h, i, j) || boolean_ignored(e.scores, b, h, i, j);
   }
 
   // Whether the mask chain of a softmax's operand ignores key j for query i of item b.
   template <class E>
-  static bool chain_ignored(const E&, std::size_t, std::size_t, std::size_t) {
+  static bool chain_ignored(const E&, std::size_t, std::size_t, std::size_t, std::size_t) {
     return false;
   }
   template <class E, class M>
-  static bool chain_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t i,
+  static bool chain_ignored(const masked_node<E, M>& e, std::size_t b, std::size_t h, std::size_t i,
                             std::size_t j) {
-    return ignored(e.mask, b, i, j) || added(e.mask, i, j) == -HUGE_VAL ||
-           chain_ignored(e.scores, b, i, j);
+    return ignored(e.mask, b, h, i, j) || added(e.mask, b, h, i, j) == -HUGE_VAL ||
+           chain_ignored(e.scores, b, h, i, j);
   }
 
   template <class P, class V>
   static value<4> eval(const attend_node<P, V>& e) {
-    return weighted_sum(e, [](std::size_t, std::size_t, std::size_t) { return false; });
+    return weighted_sum(e,
+                        [](std::size_t, std::size_t, std::size_t, std::size_t) { return false; });
   }
   template <class S, class V>
   static value<4> eval(const attend_node<softmax_node<S>, V>& e) {
-    return weighted_sum(e, [&e](std::size_t b, std::size_t i, std::size_t j) {
-      return chain_ignored(e.weights.scores, b, i, j);
+    return weighted_sum(e, [&e](std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+      return chain_ignored(e.weights.scores, b, h, i, j);
     });
   }
 
@@ -267,7 +263,7 @@ struct evaluator {
           const double* pi = p.row(b, h, i);
           // A NaN weight is a NaN row (a NaN or +inf logit): it reaches every column.
           for (std::size_t k = 0; k < keys; ++k)
-            taken[k] = !key_ignored(b, i, k) || std::isnan(pi[k]);
+            taken[k] = !key_ignored(b, h, i, k) || std::isnan(pi[k]);
           // V of head h, keys x d_v (no row 0 without keys).
           const double* vh = keys == 0 ? nullptr : v.row(b, h / group, 0);
           for (std::size_t j = 0; j < r.ext[3]; ++j) {

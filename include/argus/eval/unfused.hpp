@@ -294,65 +294,35 @@ materialized<T, S> owned(materialized<T, S>&& m) {
   return r;
 }
 
-template <class T>
-void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const causal_mask& m) {
-  for (std::size_t j = m.reach(i); j < skv; ++j) row[j] = -std::numeric_limits<T>::infinity();
-  for (std::size_t j = 0; j < m.first(i) && j < skv; ++j)
-    row[j] = -std::numeric_limits<T>::infinity();
-  (void)b;
-}
-template <class T, class M, class S>
-void apply_mask_row(T* row, std::size_t b, std::size_t, std::size_t skv,
-                    const ignore_keys_mask<M, S>& m) {
-  for (std::size_t j = 0; j < skv; ++j)
-    if (m.keys.view(b, j)) row[j] = -std::numeric_limits<T>::infinity();
-}
-template <class T, class M, class S>
-void apply_mask_row(T* row, std::size_t, std::size_t i, std::size_t skv,
-                    const ignore_mask<M, S>& m) {
-  for (std::size_t j = 0; j < skv; ++j)
-    if (m.pairs.view(i, j)) row[j] = -std::numeric_limits<T>::infinity();
-}
-// Whether a mask of a chain ignores key j for query i of batch item b. Boolean masks
-// (causal, ignore_keys, ignore_where) ignore a pair whatever its logit and whatever an
-// additive mask adds to it, in any order; the weighted sum also leaves out keys an additive
+// Whether a mask of a chain ignores key j for query i of head h of batch item b. Boolean
+// masks (causal, ignore_keys, ignore_where, ...) ignore a pair whatever its logit and whatever
+// an additive mask adds to it, in any order; the weighted sum also leaves out keys an additive
 // mask sets to -inf (docs/reference/semantics.md).
-inline bool mask_ignores(const causal_mask& m, std::size_t, std::size_t i, std::size_t j) {
-  return m.ignores(i, j);
-}
-template <class M, class S>
-bool mask_ignores(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t, std::size_t j) {
-  return m.keys.view(b, j) != 0;
-}
-template <class M, class S>
-bool mask_ignores(const ignore_mask<M, S>& m, std::size_t, std::size_t i, std::size_t j) {
-  return m.pairs.view(i, j) != 0;
-}
-template <class T, class S>
-bool mask_ignores(const additive_mask<T, S>& m, std::size_t, std::size_t i, std::size_t j) {
-  return m.values.view(i, j) == -std::numeric_limits<T>::infinity();
-}
 template <bool WithAdditive, class E>
-bool chain_ignores(const E&, std::size_t, std::size_t, std::size_t) {
+bool chain_ignores(const E&, std::size_t, std::size_t, std::size_t, std::size_t) {
   return false;
 }
 template <bool WithAdditive, class E, class M>
-bool chain_ignores(const masked_node<E, M>& m, std::size_t b, std::size_t i, std::size_t j) {
-  constexpr bool boolean = std::is_void_v<typename mask_value_type<M>::type>;
-  const bool own = (WithAdditive || boolean) && mask_ignores(m.mask, b, i, j);
-  return own || chain_ignores<WithAdditive>(m.scores, b, i, j);
+bool chain_ignores(const masked_node<E, M>& m, std::size_t b, std::size_t h, std::size_t i,
+                   std::size_t j) {
+  constexpr bool counted = WithAdditive || boolean_mask_kind<M>;
+  return (counted && mask_ignores(m.mask, b, h, i, j)) ||
+         chain_ignores<WithAdditive>(m.scores, b, h, i, j);
 }
 
-/// Adds an additive mask's row, except where a boolean mask of the inner chain ignores the pair.
-template <class T, class S, class E>
-void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv,
-                    const additive_mask<T, S>& m, const E& inner) {
-  for (std::size_t j = 0; j < skv; ++j)
-    if (!chain_ignores<false>(inner, b, i, j)) row[j] += m.values.view(i, j);
-}
+/// Masks row i of head h of batch item b (skv logits) with mask m: a boolean mask sets the
+/// pairs it ignores to -inf; an additive mask adds to every pair no boolean mask of the inner
+/// chain ignores.
 template <class T, class M, class E>
-void apply_mask_row(T* row, std::size_t b, std::size_t i, std::size_t skv, const M& m, const E&) {
-  apply_mask_row(row, b, i, skv, m);
+void apply_mask_row(T* row, std::size_t b, std::size_t h, std::size_t i, std::size_t skv,
+                    const M& m, const E& inner) {
+  if constexpr (boolean_mask_kind<M>) {
+    for (std::size_t j = 0; j < skv; ++j)
+      if (m.ignores(b, h, i, j)) row[j] = -std::numeric_limits<T>::infinity();
+  } else {
+    for (std::size_t j = 0; j < skv; ++j)
+      if (!chain_ignores<false>(inner, b, h, i, j)) row[j] += m.added(b, h, i, j);
+  }
 }
 
 /// Whether a chain of scores is masked (a masked_node), rather than bare scores.
@@ -385,7 +355,7 @@ auto unfused_step(const masked_node<E, M>& e, const Ev& ev) {
   T* p = s.mutable_data();
   kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
     for (std::size_t i = 0; i < sq; ++i)
-      apply_mask_row(p + (t * sq + i) * skv, t / heads, i, skv, e.mask, e.scores);
+      apply_mask_row(p + (t * sq + i) * skv, t / heads, t % heads, i, skv, e.mask, e.scores);
   });
   return s;
 }
@@ -402,7 +372,7 @@ auto unfused_step(const softmax_node<E>& e, const Ev& ev) {
   return s;
 }
 
-/// P·V for every (batch, head). With `ignores(b, i, j)` (weights that are the softmax of a
+/// P·V for every (batch, head). With `ignores(b, h, i, j)` (weights that are the softmax of a
 /// mask chain), a key the chain ignores contributes nothing, whatever its V row holds: V rows
 /// that are not finite are zeroed in a copy for the product, and p · v is added back where
 /// no mask ignores the key. Finding them costs one pass over V, against seq_q passes of the
@@ -444,7 +414,7 @@ auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignor
     }
   }
   kernel::parallel_for(batch * heads, [&](std::size_t t, std::size_t) {
-    const std::size_t b = t / heads, g = (t % heads) / group;
+    const std::size_t b = t / heads, h = t % heads, g = h / group;
     const T* pt = p.view.data() + t * sq * skv;
     T* ot = out + t * sq * dv;
     kernel::gemm_nn<T>(sq, dv, skv, T(1), pt, skv, vp + (b * kvh + g) * skv * dv, dv, ot, dv);
@@ -452,7 +422,7 @@ auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignor
     for (std::size_t j : unclean[b * kvh + g]) {
       const T* vj = v.view.data() + ((b * kvh + g) * skv + j) * dv;
       for (std::size_t i = 0; i < sq; ++i) {
-        if ((*ignores)(b, i, j)) continue;
+        if ((*ignores)(b, h, i, j)) continue;
         const T w = pt[i * skv + j];
         for (std::size_t c = 0; c < dv; ++c) ot[i * dv + c] += w * vj[c];
       }
@@ -463,7 +433,7 @@ auto weighted_sum(const attend_node<P, V>& e, const Ev& ev, const Ignores* ignor
 
 template <class P, class V, class Ev>
 auto unfused_step(const attend_node<P, V>& e, const Ev& ev) {
-  using none = bool (*)(std::size_t, std::size_t, std::size_t);
+  using none = bool (*)(std::size_t, std::size_t, std::size_t, std::size_t);
   return weighted_sum(e, ev, static_cast<const none*>(nullptr), std::tuple<>{});
 }
 
@@ -472,12 +442,12 @@ template <class S, class V, class Ev>
 auto unfused_step(const attend_node<softmax_node<S>, V>& e, const Ev& ev) {
   if constexpr (is_masked_node<S>::value) {
     const auto& chain = e.weights.scores;
-    const auto ignores = [&chain](std::size_t b, std::size_t i, std::size_t j) {
-      return chain_ignores<true>(chain, b, i, j);
+    const auto ignores = [&chain](std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+      return chain_ignores<true>(chain, b, h, i, j);
     };
     return weighted_sum(e, ev, &ignores, chain_mask_operands(chain));
   } else {  // no mask: nothing is ignored
-    using none = bool (*)(std::size_t, std::size_t, std::size_t);
+    using none = bool (*)(std::size_t, std::size_t, std::size_t, std::size_t);
     return weighted_sum(e, ev, static_cast<const none*>(nullptr), std::tuple<>{});
   }
 }

@@ -13,19 +13,46 @@
 //   add_to_scores(a)              a (seq_q, seq_kv) of the value type, added to the scaled
 //                                 logits (-infinity ignores the key)
 // A query whose keys are all ignored attends nothing: its output row is zero, never NaN.
+//
+// Each of these is a mask kind: a class that says, in one place, what it does to a pair
+// (query i, key j) of head h of batch item b, which every evaluator reads (the concept Mask
+// below lists what a kind provides). A kind of one's own (a document mask, ALiBi's per-head
+// bias) is such a class too: argus::evaluate, explain, the modules' forward and
+// evaluate_reference take it as they take these. The fused loop nest and the training
+// kernels compute the four kinds above (eval/fused_attention.hpp, fused_mask); a chain with
+// another kind evaluates its attention core unfused (docs/how-to/masks.md, "A mask kind of
+// your own").
 #pragma once
 
 #include <argus/diagnostics/check.hpp>
 #include <argus/diagnostics/relations.hpp>
 #include <argus/expr/node.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <tuple>
 #include <type_traits>
 
 namespace argus {
+
+/// What a mask kind does to a pair: ignores it (M::ignores(b, h, i, j) says whether; a
+/// boolean mask), or adds M::added(b, h, i, j), of type T, to its scaled logit (-infinity
+/// ignores it; an additive mask).
+struct ignores_pairs {};
+template <class T>
+struct adds_to_pairs {
+  using value_type = T;
+};
+/// The static extents a mask kind's operands fix, checked against the scores' when mask() is
+/// called (a kind's `static constexpr mask_constraints constraints`; none by default): a
+/// padding mask fixes (batch, seq_kv) as padding_batch and padding_keys, a pair mask
+/// (seq_q, seq_kv) as rows and cols. dyn: not fixed.
+struct mask_constraints {
+  std::size_t padding_batch = dyn, padding_keys = dyn, rows = dyn, cols = dyn;
+};
 
 /// Query i may attend key j iff j <= i + offset. argus::causal (offset 0) aligns the diagonal
 /// top-left, as torch.triu(ones(seq_q, seq_kv), diagonal=1) masks; causal_lower_right(seq_q,
@@ -35,6 +62,7 @@ namespace argus {
 /// i + offset - w < j <= i + offset. A query with i + offset < 0, or a window of 0, attends no
 /// key: its output row is zero.
 struct causal_mask {
+  using mask_effect = ignores_pairs;
   /// The window of a mask without one: every key up to the diagonal.
   static constexpr std::size_t every_key = std::numeric_limits<std::size_t>::max();
   std::ptrdiff_t offset = 0;
@@ -59,6 +87,10 @@ struct causal_mask {
   constexpr bool ignores(std::size_t i, std::size_t j) const noexcept {
     return j >= reach(i) || j < first(i);
   }
+  /// The same for any batch item and head (the mask-kind form).
+  constexpr bool ignores(std::size_t, std::size_t, std::size_t i, std::size_t j) const noexcept {
+    return ignores(i, j);
+  }
   /// The mask that ignores the same pairs of seq_q queries and seq_kv keys with its offset
   /// within [-seq_q, seq_kv] and its window at most seq_q + seq_kv + 1 (the kernels compare
   /// query positions in the value type): an offset past seq_kv shrinks the window by as much.
@@ -82,6 +114,23 @@ struct causal_mask {
     m.window = w;
     return m;
   }
+  /// As explain() names it: causal, causal (offset 3), causal (offset -2, window 4).
+  std::string name() const {
+    std::string extra;
+    if (offset != 0) extra = "offset " + std::to_string(offset);
+    if (window != every_key)
+      extra += (extra.empty() ? "window " : ", window ") + std::to_string(window);
+    return extra.empty() ? "causal" : "causal (" + extra + ")";
+  }
+  /// The lengths causal_lower_right was made for agree with the scores' (shape_error).
+  void check_extents(std::size_t, std::size_t, std::size_t q, std::size_t kv) const {
+    if (seq_q != dyn)
+      detail::check_extents_agree("argus::mask(causal_lower_right)", "the mask's seq_q", seq_q,
+                                  "seq_q", q);
+    if (seq_kv != dyn)
+      detail::check_extents_agree("argus::mask(causal_lower_right)", "the mask's seq_kv", seq_kv,
+                                  "seq_kv", kv);
+  }
 };
 inline constexpr causal_mask causal{};
 /// The causal mask aligned bottom-right for scores of seq_q queries and seq_kv keys: query i
@@ -101,17 +150,70 @@ constexpr causal_mask sliding_window(std::size_t w) noexcept { return causal.win
 /// Per batch item, the keys to ignore: (batch, seq_kv), non-zero = ignored.
 template <class M, Shape S>
 struct ignore_keys_mask {
+  using mask_effect = ignores_pairs;
+  static constexpr mask_constraints constraints{.padding_batch = static_extent_v<S, 0>,
+                                                .padding_keys = static_extent_v<S, 1>};
   leaf<const M, S> keys;
+
+  bool ignores(std::size_t b, std::size_t, std::size_t, std::size_t j) const {
+    return keys.view(b, j) != 0;
+  }
+  static std::string name() { return "ignore_keys"; }
+  void check_extents(std::size_t b, std::size_t, std::size_t, std::size_t kv) const {
+    const auto s = keys.shape();
+    detail::check_extents_agree("argus::mask(ignore_keys)", "the batch of the padding mask",
+                                s.extent(0), "the batch of the scores", b);
+    detail::check_extents_agree("argus::mask(ignore_keys)", "the length of the padding mask",
+                                s.extent(1), "seq_kv", kv);
+  }
+  auto operands() const { return std::tuple(keys.view); }
+  void check_storage() const { detail::check_leaf_storage("argus::mask(ignore_keys)", keys); }
 };
+
+namespace detail {
+template <class Pairs>
+void check_pair_mask_extents(const char* op, const Pairs& p, std::size_t q, std::size_t kv) {
+  const auto s = p.shape();
+  detail::check_extents_agree(op, "the mask's row count", s.extent(0), "seq_q", q);
+  detail::check_extents_agree(op, "the mask's column count", s.extent(1), "seq_kv", kv);
+}
+}  // namespace detail
+
 /// Per (query, key) pair, whether to ignore it: (seq_q, seq_kv), non-zero = ignored.
 template <class M, Shape S>
 struct ignore_mask {
+  using mask_effect = ignores_pairs;
+  static constexpr mask_constraints constraints{.rows = static_extent_v<S, 0>,
+                                                .cols = static_extent_v<S, 1>};
   leaf<const M, S> pairs;
+
+  bool ignores(std::size_t, std::size_t, std::size_t i, std::size_t j) const {
+    return pairs.view(i, j) != 0;
+  }
+  static std::string name() { return "ignore_where"; }
+  void check_extents(std::size_t, std::size_t, std::size_t q, std::size_t kv) const {
+    detail::check_pair_mask_extents("argus::mask(ignore_where)", pairs, q, kv);
+  }
+  auto operands() const { return std::tuple(pairs.view); }
+  void check_storage() const { detail::check_leaf_storage("argus::mask(ignore_where)", pairs); }
 };
 /// Added to the scaled logits: (seq_q, seq_kv); -infinity ignores the key.
 template <class T, Shape S>
 struct additive_mask {
+  using mask_effect = adds_to_pairs<T>;
+  static constexpr mask_constraints constraints{.rows = static_extent_v<S, 0>,
+                                                .cols = static_extent_v<S, 1>};
   leaf<const T, S> values;
+
+  T added(std::size_t, std::size_t, std::size_t i, std::size_t j) const {
+    return values.view(i, j);
+  }
+  static std::string name() { return "add_to_scores"; }
+  void check_extents(std::size_t, std::size_t, std::size_t q, std::size_t kv) const {
+    detail::check_pair_mask_extents("argus::mask(add_to_scores)", values, q, kv);
+  }
+  auto operands() const { return std::tuple(values.view); }
+  void check_storage() const { detail::check_leaf_storage("argus::mask(add_to_scores)", values); }
 };
 
 /// Element types a boolean mask may have.
@@ -189,51 +291,103 @@ constexpr auto add_to_scores(P&& a) {
 }
 
 namespace detail {
-template <class M>
-struct is_mask : std::false_type {};
-template <>
-struct is_mask<causal_mask> : std::true_type {};
-template <class M, class S>
-struct is_mask<ignore_keys_mask<M, S>> : std::true_type {};
-template <class M, class S>
-struct is_mask<ignore_mask<M, S>> : std::true_type {};
-template <class T, class S>
-struct is_mask<additive_mask<T, S>> : std::true_type {};
+template <class E>
+inline constexpr bool is_adds_to_pairs = false;
+template <class T>
+inline constexpr bool is_adds_to_pairs<adds_to_pairs<T>> = true;
 
-// The static extents a mask constrains; dyn where it constrains nothing. A padding mask
-// constrains (batch, seq_kv) through `padding_batch`/`padding_keys`, a pair mask
-// (seq_q, seq_kv) through `rows`/`cols`.
-struct unconstrained_extents {
-  static constexpr std::size_t padding_batch = dyn, padding_keys = dyn, rows = dyn, cols = dyn;
-};
+/// A kind that ignores pairs: M::mask_effect is ignores_pairs and M::ignores(b, h, i, j).
 template <class M>
-struct mask_extents : unconstrained_extents {};
-template <class M, class S>
-struct mask_extents<ignore_keys_mask<M, S>> : unconstrained_extents {
-  static constexpr std::size_t padding_batch = static_extent_v<S, 0>;
-  static constexpr std::size_t padding_keys = static_extent_v<S, 1>;
+concept boolean_mask_kind = std::is_same_v<typename M::mask_effect, ignores_pairs> &&
+    requires(const M& m, std::size_t n) {
+  { m.ignores(n, n, n, n) } -> std::convertible_to<bool>;
 };
-template <class M, class S>
-struct mask_extents<ignore_mask<M, S>> : unconstrained_extents {
-  static constexpr std::size_t rows = static_extent_v<S, 0>, cols = static_extent_v<S, 1>;
+/// A kind that adds to pairs: M::mask_effect is adds_to_pairs<T> and M::added(b, h, i, j) is T.
+template <class M>
+concept additive_mask_kind = is_adds_to_pairs<typename M::mask_effect> &&
+    requires(const M& m, std::size_t n) {
+  { m.added(n, n, n, n) } -> std::same_as<typename M::mask_effect::value_type>;
 };
-template <class T, class S>
-struct mask_extents<additive_mask<T, S>> : unconstrained_extents {
-  static constexpr std::size_t rows = static_extent_v<S, 0>, cols = static_extent_v<S, 1>;
+/// What explain() calls the kind.
+template <class M>
+concept mask_kind_has_a_name = requires(const M& m) {
+  { m.name() } -> std::convertible_to<std::string>;
 };
+/// Whether M is a mask kind (the concept Mask; a function, so that a compiler's report of a
+/// type that is none stops here rather than listing each requirement).
+template <class M>
+constexpr bool is_mask_kind() {
+  if constexpr (std::is_class_v<M>) {
+    constexpr bool effect = boolean_mask_kind<M> || additive_mask_kind<M>;
+    return effect && mask_kind_has_a_name<M>;
+  } else {
+    return false;
+  }
+}
+/// Whether M says what it does to a pair (M::mask_effect): meant as a mask kind.
+template <class M>
+concept declares_a_mask_effect = requires {
+  typename M::mask_effect;
+};
+/// A class meant as a mask kind (a mask_effect) is one.
+template <class M>
+constexpr bool is_mask_kind_if_it_says() {
+  if constexpr (declares_a_mask_effect<M>)
+    return is_mask_kind<M>();
+  else
+    return true;
+}
+}  // namespace detail
+
+/// A mask kind: causal, ignore_keys(...), ignore_where(...), add_to_scores(...), or a class of
+/// one's own that provides, as they do,
+///   using mask_effect = ignores_pairs;   and  bool ignores(b, h, i, j) const, or
+///   using mask_effect = adds_to_pairs<T>; and  T added(b, h, i, j) const
+///     (b batch item, h head, i query, j key; -infinity ignores the pair);
+///   std::string name() const             what explain() calls it;
+/// and where it reads tensors (each optional, none by default):
+///   static constexpr mask_constraints constraints   static extents mask() checks;
+///   void check_extents(batch, heads, seq_q, seq_kv) const
+///                                         the scores' run-time extents, when mask() is called
+///                                         (throw argus::shape_error);
+///   auto operands() const                 a std::tuple of the views it reads (the evaluators
+///                                         keep their output from overwriting them);
+///   void check_storage() const            its tensors are still there, when evaluated.
+/// A mask is copied into the expression: it holds views, not tensors.
+template <class M>
+concept Mask = detail::is_mask_kind<M>();
+
+namespace detail {
+/// The value type an additive kind adds, void for a boolean kind.
 template <class M>
 struct mask_value_type {
   using type = void;
 };
-template <class T, class S>
-struct mask_value_type<additive_mask<T, S>> {
-  using type = T;
-};
-}  // namespace detail
-
-/// causal, ignore_keys(...), ignore_where(...) or add_to_scores(...).
 template <class M>
-concept Mask = detail::is_mask<M>::value;
+  requires additive_mask_kind<M>
+struct mask_value_type<M> {
+  using type = typename M::mask_effect::value_type;
+};
+/// A kind's constraints, or none.
+template <class M>
+constexpr mask_constraints constraints_of() {
+  if constexpr (requires { M::constraints; })
+    return M::constraints;
+  else
+    return {};
+}
+/// What M ignores or adds at (b, h, i, j): for a boolean kind whether it ignores the pair, for
+/// an additive one whether it adds -infinity.
+template <Mask M>
+bool mask_ignores(const M& m, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+  if constexpr (boolean_mask_kind<M>) {
+    return m.ignores(b, h, i, j);
+  } else {
+    using T = typename M::mask_effect::value_type;
+    return m.added(b, h, i, j) == -std::numeric_limits<T>::infinity();
+  }
+}
+}  // namespace detail
 
 template <Expression E, Mask M>
 struct masked_node {
@@ -246,35 +400,10 @@ struct masked_node {
 };
 
 namespace detail {
-inline void check_mask_extents(const causal_mask& m, std::size_t, std::size_t q, std::size_t kv) {
-  if (m.seq_q != dyn)
-    check_extents_agree("argus::mask(causal_lower_right)", "the mask's seq_q", m.seq_q, "seq_q", q);
-  if (m.seq_kv != dyn)
-    check_extents_agree("argus::mask(causal_lower_right)", "the mask's seq_kv", m.seq_kv, "seq_kv",
-                        kv);
-}
-template <class M, class S>
-void check_mask_extents(const ignore_keys_mask<M, S>& m, std::size_t b, std::size_t,
-                        std::size_t kv) {
-  const auto s = m.keys.shape();
-  check_extents_agree("argus::mask(ignore_keys)", "the batch of the padding mask", s.extent(0),
-                      "the batch of the scores", b);
-  check_extents_agree("argus::mask(ignore_keys)", "the length of the padding mask", s.extent(1),
-                      "seq_kv", kv);
-}
-template <class Pairs>
-void check_pair_mask_extents(const char* op, const Pairs& p, std::size_t q, std::size_t kv) {
-  const auto s = p.shape();
-  check_extents_agree(op, "the mask's row count", s.extent(0), "seq_q", q);
-  check_extents_agree(op, "the mask's column count", s.extent(1), "seq_kv", kv);
-}
-template <class M, class S>
-void check_mask_extents(const ignore_mask<M, S>& m, std::size_t, std::size_t q, std::size_t kv) {
-  check_pair_mask_extents("argus::mask(ignore_where)", m.pairs, q, kv);
-}
-template <class T, class S>
-void check_mask_extents(const additive_mask<T, S>& m, std::size_t, std::size_t q, std::size_t kv) {
-  check_pair_mask_extents("argus::mask(add_to_scores)", m.values, q, kv);
+/// The run-time extents of a mask agree with the scores' (batch, heads, seq_q, seq_kv).
+template <class M>
+void check_mask_extents(const M& m, std::size_t b, std::size_t h, std::size_t q, std::size_t kv) {
+  if constexpr (requires { m.check_extents(b, h, q, kv); }) m.check_extents(b, h, q, kv);
 }
 
 /// mask(mask(s, m1), m2)... on an expression s whose static relations hold; run-time extents
@@ -283,57 +412,58 @@ template <Expression E, class M, class... Ms>
 constexpr auto apply_masks(E s, const M& m, const Ms&... ms) {
   masked_node<E, M> node{std::move(s), m};
   const auto sh = node.scores.shape();
-  check_mask_extents(m, sh.extent(0), sh.extent(2), sh.extent(3));
+  check_mask_extents(m, sh.extent(0), sh.extent(1), sh.extent(2), sh.extent(3));
   if constexpr (sizeof...(Ms) == 0)
     return node;
   else
     return apply_masks(std::move(node), ms...);
 }
 
-/// The views of its operands a mask reads: none for causal, else its one tensor or view.
-inline std::tuple<> mask_operands(const causal_mask&) { return {}; }
-template <class M, class S>
-auto mask_operands(const ignore_keys_mask<M, S>& m) {
-  return std::tuple(m.keys.view);
-}
-template <class M, class S>
-auto mask_operands(const ignore_mask<M, S>& m) {
-  return std::tuple(m.pairs.view);
-}
-template <class T, class S>
-auto mask_operands(const additive_mask<T, S>& m) {
-  return std::tuple(m.values.view);
+/// The views of its operands a mask reads (none for causal).
+template <class M>
+auto mask_operands(const M& m) {
+  if constexpr (requires { m.operands(); })
+    return m.operands();
+  else
+    return std::tuple<>{};
 }
 
 /// Throws shape_error when a mask reads a moved-from tensor or one whose storage is gone
 /// (check_leaf_storage; checked when it is evaluated).
-inline void check_mask_storage(const causal_mask&) {}
-template <class M, class S>
-void check_mask_storage(const ignore_keys_mask<M, S>& m) {
-  check_leaf_storage("argus::mask(ignore_keys)", m.keys);
+template <class M>
+void check_mask_storage(const M& m) {
+  if constexpr (requires { m.check_storage(); }) m.check_storage();
 }
-template <class M, class S>
-void check_mask_storage(const ignore_mask<M, S>& m) {
-  check_leaf_storage("argus::mask(ignore_where)", m.pairs);
-}
-template <class T, class S>
-void check_mask_storage(const additive_mask<T, S>& m) {
-  check_leaf_storage("argus::mask(add_to_scores)", m.values);
-}
+}  // namespace detail
+
+namespace detail {
+/// The static extents kind M fixes (constraints_of), one by one.
+template <class M>
+inline constexpr std::size_t padding_batch_of = constraints_of<M>().padding_batch;
+template <class M>
+inline constexpr std::size_t padding_keys_of = constraints_of<M>().padding_keys;
+template <class M>
+inline constexpr std::size_t mask_rows_of = constraints_of<M>().rows;
+template <class M>
+inline constexpr std::size_t mask_cols_of = constraints_of<M>().cols;
 }  // namespace detail
 
 /// Mask M fits scores of (batch, seq_q, seq_kv): every relation mask() checks (in-process form).
 template <class M, std::size_t Batch, std::size_t SeqQ, std::size_t SeqKV>
 concept mask_fits_scores =
-    Mask<M> && padding_batch_equals_batch<detail::mask_extents<M>::padding_batch, Batch> &&
-    padding_length_equals_seq_kv<detail::mask_extents<M>::padding_keys, SeqKV> &&
-    mask_rows_equal_seq_q<detail::mask_extents<M>::rows, SeqQ> &&
-    mask_cols_equal_seq_kv<detail::mask_extents<M>::cols, SeqKV>;
+    Mask<M> && padding_batch_equals_batch<detail::padding_batch_of<M>, Batch> &&
+    padding_length_equals_seq_kv<detail::padding_keys_of<M>, SeqKV> &&
+    mask_rows_equal_seq_q<detail::mask_rows_of<M>, SeqQ> &&
+    mask_cols_equal_seq_kv<detail::mask_cols_of<M>, SeqKV>;
 
 /// A mask argument is one of causal (or causal_lower_right(...), causal_from(...),
-/// sliding_window(...)), ignore_keys(...), ignore_where(...), add_to_scores(...).
+/// sliding_window(...)), ignore_keys(...), ignore_where(...), add_to_scores(...), or a mask
+/// kind of one's own (Mask).
 template <class M>
 concept argument_is_a_mask = Mask<std::remove_cvref_t<M>>;
+/// A class that declares a mask_effect is meant as a mask kind: it has the members Mask lists.
+template <class M>
+concept mask_kind_has_its_members = detail::is_mask_kind_if_it_says<M>();
 /// mask(s, masks...) with no mask would be s itself: a mistake, not a no-op.
 template <std::size_t Masks>
 concept mask_takes_at_least_one_mask = Masks != 0;
@@ -343,35 +473,44 @@ namespace detail {
 /// SeqKV) and value type T; true when it breaks none. Used by mask() and by the module's forward.
 template <bool Report, class M, std::size_t Batch, std::size_t SeqQ, std::size_t SeqKV, class T>
 constexpr bool mask_accepted() {
-  using E = mask_extents<std::remove_cvref_t<M>>;
+  constexpr mask_constraints E = constraints_of<std::remove_cvref_t<M>>();
   using V = typename mask_value_type<std::remove_cvref_t<M>>::type;
   if constexpr (any_rejected<M>) {
     return false;  // reported where it was made
+  } else if constexpr (!mask_kind_has_its_members<std::remove_cvref_t<M>>) {
+    if constexpr (Report)
+      static_assert(mask_kind_has_its_members<std::remove_cvref_t<M>>,
+                    "mask_kind_has_its_members: a mask kind (a class with a mask_effect) has "
+                    "using mask_effect = argus::ignores_pairs; and bool ignores(b, h, i, j) const, "
+                    "or using mask_effect = argus::adds_to_pairs<T>; and T added(b, h, i, j) "
+                    "const; and std::string name() const (argus::Mask)");
+    return false;
   } else if constexpr (!argument_is_a_mask<M>) {
     if constexpr (Report)
       static_assert(argument_is_a_mask<M>,
                     "argument_is_a_mask: a mask is causal (or causal_lower_right, causal_from, "
-                    "sliding_window), ignore_keys(padding), ignore_where(pairs) or "
-                    "add_to_scores(values), given after the inputs");
+                    "sliding_window), ignore_keys(padding), ignore_where(pairs), "
+                    "add_to_scores(values) or a mask kind of one's own (argus::Mask), given "
+                    "after the inputs");
     return false;
-  } else if constexpr (!padding_batch_equals_batch<E::padding_batch, Batch>) {
+  } else if constexpr (!padding_batch_equals_batch<E.padding_batch, Batch>) {
     if constexpr (Report)
-      static_assert(padding_batch_equals_batch<E::padding_batch, Batch>,
+      static_assert(padding_batch_equals_batch<E.padding_batch, Batch>,
                     "padding_batch_equals_batch: ignore_keys(padding) has one row per batch item");
     return false;
-  } else if constexpr (!padding_length_equals_seq_kv<E::padding_keys, SeqKV>) {
+  } else if constexpr (!padding_length_equals_seq_kv<E.padding_keys, SeqKV>) {
     if constexpr (Report)
-      static_assert(padding_length_equals_seq_kv<E::padding_keys, SeqKV>,
+      static_assert(padding_length_equals_seq_kv<E.padding_keys, SeqKV>,
                     "padding_length_equals_seq_kv: ignore_keys(padding) has one entry per key");
     return false;
-  } else if constexpr (!mask_rows_equal_seq_q<E::rows, SeqQ>) {
+  } else if constexpr (!mask_rows_equal_seq_q<E.rows, SeqQ>) {
     if constexpr (Report)
-      static_assert(mask_rows_equal_seq_q<E::rows, SeqQ>,
+      static_assert(mask_rows_equal_seq_q<E.rows, SeqQ>,
                     "mask_rows_equal_seq_q: a (seq_q, seq_kv) mask has one row per query");
     return false;
-  } else if constexpr (!mask_cols_equal_seq_kv<E::cols, SeqKV>) {
+  } else if constexpr (!mask_cols_equal_seq_kv<E.cols, SeqKV>) {
     if constexpr (Report)
-      static_assert(mask_cols_equal_seq_kv<E::cols, SeqKV>,
+      static_assert(mask_cols_equal_seq_kv<E.cols, SeqKV>,
                     "mask_cols_equal_seq_kv: a (seq_q, seq_kv) mask has one column per key");
     return false;
   } else if constexpr (!std::is_void_v<V> && !value_types_agree<V, T>) {

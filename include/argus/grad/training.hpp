@@ -535,10 +535,15 @@ concept options_follow_inputs = detail::options_follow_inputs<Args...>();
 /// ambiguous). Count: how many were given.
 template <std::size_t Count>
 concept at_most_one_dropout = Count <= 1;
+/// forward_for_training: every mask of the masked scores S is of a kind the kernels compute
+/// (causal, ignore_keys, ignore_where, add_to_scores: those with a detail::fused_mask); a mask
+/// kind of one's own evaluates, it does not train.
+template <class S>
+concept masks_have_training_kernels = bool(detail::mask_chain<S>::kernels);
 /// forward_for_training(m, ...): at most one mask of each kind (causal, ignore_keys,
 /// ignore_where, add_to_scores) over the masked scores S of the module's expression.
 template <class S>
-concept at_most_one_mask_of_each_kind = bool(detail::mask_chain<S>::ok);
+concept at_most_one_mask_of_each_kind = bool(detail::mask_chain<S>::one_per_slot);
 
 /// Runs m's forward pass on its inputs, (x) or (x_q, x_k, x_v), with masks under policy p
 /// (argus::fused or argus::unfused) and keeps what backward() needs: forward_for_training(m,
@@ -579,6 +584,12 @@ auto forward_for_training(const Module& m, P p, Args&&... args) {
     using E = decltype(e);
     if constexpr (std::is_same_v<E, detail::rejected>) {
       return e;  // m.forward has reported the broken rule
+    } else if constexpr (!masks_have_training_kernels<detail::masked_scores_t<E>>) {
+      static_assert(masks_have_training_kernels<detail::masked_scores_t<E>>,
+                    "masks_have_training_kernels: argus::forward_for_training trains the mask "
+                    "kinds the kernels compute (causal, ignore_keys, ignore_where, add_to_scores); "
+                    "a mask kind of one's own evaluates (argus::evaluate), it does not train");
+      return detail::rejected{};
     } else {
       // The inputs are no dropouts: counting over every argument counts the options'.
       static_assert(at_most_one_dropout<detail::dropouts_in<std::remove_cvref_t<Args>...>>,
@@ -652,11 +663,13 @@ namespace detail {
 template <class E>
 struct trainable_core {
   static constexpr bool ok = attention_core_traits<E>::ok, merged = false;
+  using traits = attention_core_traits<E>;
   static const E& get(const E& e) noexcept { return e; }
 };
 template <class X>
 struct trainable_core<merge_heads_node<X>> {
   static constexpr bool ok = attention_core_traits<X>::ok, merged = true;
+  using traits = attention_core_traits<X>;
   static const X& get(const merge_heads_node<X>& e) noexcept { return e.x; }
 };
 
@@ -809,11 +822,21 @@ namespace detail {
 /// Reports (static_assert) why e is not an attention core forward_for_training can train.
 template <class E>
 constexpr bool trainable_expression() {
-  static_assert(expression_is_an_attention_core<E>,
-                "expression_is_an_attention_core: argus::forward_for_training(e, policy): e is an "
-                "attention core attend(softmax(scores(q, k) with at most one mask of each kind), "
-                "v), or merge_heads of one");
-  return expression_is_an_attention_core<E>;
+  using traits = typename trainable_core<E>::traits;
+  if constexpr (traits::unfused_masks) {
+    static_assert(masks_have_training_kernels<typename traits::masked_scores>,
+                  "masks_have_training_kernels: argus::forward_for_training(e, policy) trains the "
+                  "mask kinds the kernels compute (causal, ignore_keys, ignore_where, "
+                  "add_to_scores); a mask kind of one's own evaluates (argus::evaluate), it does "
+                  "not train");
+    return false;
+  } else {
+    static_assert(expression_is_an_attention_core<E>,
+                  "expression_is_an_attention_core: argus::forward_for_training(e, policy): e is "
+                  "an attention core attend(softmax(scores(q, k) with at most one mask of each "
+                  "kind), v), or merge_heads of one");
+    return expression_is_an_attention_core<E>;
+  }
 }
 
 template <class... Os>
