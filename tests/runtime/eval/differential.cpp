@@ -1,7 +1,8 @@
 // Differential test: the fused, unfused and double-precision reference evaluators on random
 // attention problems -- run-time lengths 1..300, batch 1..3, the head configurations below
 // (grouped-query, d_k != d_v, float and double), every mask kind at random densities
-// (fully masked items and rows included), and values drawn normal, with logits of +-1e4,
+// (fully masked items and rows included) and two kinds of one's own (which the fused policy
+// runs in unfused steps), and values drawn normal, with logits of +-1e4,
 // with exact ties, denormal, and with NaN/Inf placed in Q, K, V, the additive mask and the
 // rows of padded keys. Every evaluator must agree with the reference on which outputs are
 // finite (docs/reference/semantics.md) and, where they are, within a tolerance derived from
@@ -31,6 +32,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 using namespace argus;
 
@@ -47,6 +49,40 @@ using configs =
     std::tuple<cfg<float, 8, 8, 64, 64>, cfg<float, 4, 2, 16, 16>, cfg<float, 8, 2, 8, 12>,
                cfg<float, 4, 1, 12, 20>, cfg<float, 2, 2, 128, 128>, cfg<float, 3, 3, 5, 3>,
                cfg<double, 4, 2, 8, 8>, cfg<double, 3, 1, 4, 6>>;
+
+/// A mask kind of one's own (docs/how-to/masks.md): query i attends key j iff both lie in the
+/// same segment (documents packed into one sequence, or cross-attention between them).
+struct same_segment {
+  using mask_effect = ignores_pairs;
+  const std::vector<std::size_t>* query_segment;
+  const std::vector<std::size_t>* key_segment;
+  bool ignores(std::size_t, std::size_t, std::size_t i, std::size_t j) const {
+    return (*query_segment)[i] != (*key_segment)[j];
+  }
+  std::string name() const { return "same_segment"; }
+};
+/// An additive kind of one's own that reads the head: head h adds -slope^(h + 1) · |i - j|
+/// (ALiBi's form), and -inf where i + j is a multiple of `forbid` (forbid 0: nowhere).
+template <class T>
+struct head_slopes {
+  using mask_effect = adds_to_pairs<T>;
+  double slope;
+  std::size_t forbid;
+  T added(std::size_t, std::size_t h, std::size_t i, std::size_t j) const {
+    if (forbid != 0 && (i + j) % forbid == 0) return -std::numeric_limits<T>::infinity();
+    return T(-std::pow(slope, double(h + 1)) * double(i > j ? i - j : j - i));
+  }
+  std::string name() const { return "head_slopes"; }
+};
+
+/// Segment ids of n positions: runs of random lengths (a mean of `mean`).
+std::vector<std::size_t> segments(std::mt19937_64& g, std::size_t n, double mean) {
+  std::vector<std::size_t> id(n);
+  std::geometric_distribution<std::size_t> run(1.0 / mean);
+  for (std::size_t i = 0, s = 0; i < n; ++s)
+    for (std::size_t r = 1 + run(g); r > 0 && i < n; --r) id[i++] = s;
+  return id;
+}
 
 template <class C>
 struct problem {
@@ -89,8 +125,9 @@ void run_case(std::mt19937_64& g, case_report& rep) {
   const double budget = 8e6;
   while (double(b) * C::heads * sq * skv * (C::d_k + C::d_v) > budget) (sq > skv ? sq : skv) /= 2;
   const values kind = values(uniform(0, 3));
-  const int form =
-      int(uniform(0, 3));  // 0 no mask, 1 causal + padding, 2 all four, 3 all four, merged
+  // 0 no mask, 1 causal + padding, 2 all four, 3 all four, merged; kinds of one's own: 4
+  // same_segment with causal and padding, 5 head_slopes with padding and causal, merged.
+  const int form = int(uniform(0, 5));
   // The causal mask: top-left, bottom-right, or at a random offset (past either end too); in
   // a third of the cases with a sliding window (a single key, or up to a little past seq_kv).
   causal_mask diagonal = std::array{causal, causal_lower_right(sq, skv),
@@ -104,12 +141,15 @@ void run_case(std::mt19937_64& g, case_report& rep) {
            << name(kind) << ", masks "
            << (form == 0   ? "none"
                : form == 1 ? "causal + ignore_keys"
+               : form == 4 ? "same_segment + causal + ignore_keys"
+               : form == 5 ? "head_slopes + ignore_keys + causal"
                            : "all four")
            << (form >= 1 ? ", causal offset " + std::to_string(diagonal.offset) : "")
            << (form >= 1 && diagonal.window != causal_mask::every_key
                    ? ", window " + std::to_string(diagonal.window)
                    : "")
-           << (form == 3 ? " (merged heads)" : "") << ", fused on " << threads << " threads";
+           << (form == 3 || form == 5 ? " (merged heads)" : "") << ", fused on " << threads
+           << " threads";
 
   problem<C> p(b, sq, skv);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -149,7 +189,7 @@ void run_case(std::mt19937_64& g, case_report& rep) {
     const std::size_t count = uniform(1, 4);
     for (std::size_t n = 0; n < count; ++n) {
       const T bad = bad_values[uniform(0, 2)];
-      switch (uniform(0, form >= 2 ? 3 : 2)) {
+      switch (uniform(0, form == 2 || form == 3 ? 3 : 2)) {
         case 0:
           p.q.data()[uniform(0, p.q.size() - 1)] = bad;
           break;
@@ -177,7 +217,17 @@ void run_case(std::mt19937_64& g, case_report& rep) {
           }
   rep.text << ", " << placed << " bad values placed";
 
-  const double tol = test::attention_tolerance<T>(p.q, p.k, p.v, test::max_abs_finite(p.add));
+  const double segment_length = std::array{1.0, 4.0, 40.0, 400.0}[uniform(0, 3)];
+  const std::vector<std::size_t> query_segment = segments(g, sq, segment_length);
+  const std::vector<std::size_t> key_segment = segments(g, skv, segment_length);
+  const head_slopes<T> slopes{std::array{0.5, 0.9, 1.0}[uniform(0, 2)],
+                              std::array<std::size_t, 3>{0, 3, 7}[uniform(0, 2)]};
+  if (form == 4) rep.text << ", segments of mean length " << segment_length;
+  if (form == 5) rep.text << ", slope " << slopes.slope << ", forbid " << slopes.forbid;
+  // The largest additive term: add_to_scores' values, or head_slopes' at the longest distance.
+  const double max_add =
+      form == 5 ? slopes.slope * double(std::max(sq, skv)) : test::max_abs_finite(p.add);
+  const double tol = test::attention_tolerance<T>(p.q, p.k, p.v, max_add);
 
   auto run = [&](const auto& e) {
     const auto ref = evaluate_reference(e);
@@ -205,10 +255,18 @@ void run_case(std::mt19937_64& g, case_report& rep) {
                               ignore_keys(p.pad))),
                  p.v));
       break;
-    default:
+    case 3:
       run(merge_heads(attend(softmax(mask(s, add_to_scores(p.add), ignore_keys(p.pad),
                                           ignore_where(p.pairs), diagonal)),
                              p.v)));
+      break;
+    case 4:
+      run(attend(softmax(mask(s, same_segment{&query_segment, &key_segment}, diagonal,
+                              ignore_keys(p.pad))),
+                 p.v));
+      break;
+    default:
+      run(merge_heads(attend(softmax(mask(s, slopes, ignore_keys(p.pad), diagonal)), p.v)));
       break;
   }
 }
