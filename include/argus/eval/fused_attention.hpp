@@ -35,7 +35,7 @@ namespace argus::detail {
 /// problem's fields) and `set(m, p, keep)`, which fills them (unit-stride copies kept alive in
 /// `keep`). A kind without a specialisation evaluates its attention core with the unfused
 /// steps (the pattern below does not match it), and forward_for_training rejects it
-/// (mask_kind_has_a_kernel): to fuse a new kind, give the kernels its fields and add one
+/// (masks_have_training_kernels): to fuse a new kind, give the kernels its fields and add one
 /// specialisation here.
 enum class mask_slot { causal, keys, pairs, additive };
 template <class M>
@@ -134,10 +134,18 @@ struct mask_chain<scores_node<Q, K>> {
   static const scores_type& scores(const scores_type& s) noexcept { return s; }
 };
 
+/// Masks over something other than scores(q, k) (scores given as a tensor): no chain.
+template <class E, class M, bool Chain = mask_chain<E>::chain>
+struct masks_over {
+  static constexpr bool chain = false, ok = false, kernels = false, one_per_slot = false;
+};
 template <class E, class M>
-struct mask_chain<masked_node<E, M>> {
+struct mask_chain<masked_node<E, M>> : masks_over<E, M> {};
+
+template <class E, class M>
+struct masks_over<E, M, true> {
   using inner = mask_chain<E>;
-  static constexpr bool chain = inner::chain;
+  static constexpr bool chain = true;
   static constexpr bool kernels = inner::kernels && fused_mask<M>::supported;
   static constexpr int masks_in(mask_slot s) {
     if constexpr (kernels)

@@ -6,7 +6,7 @@
 // ignore_where mask of its pairs; per head, add_to_scores of its biases), alone and in chains
 // with built-in masks, fused (which runs a core with such a kind in unfused steps), unfused,
 // in the reference evaluator and in a module's forward; explain names them; their run-time
-// checks throw where mask() is called.
+// checks throw where mask() is called. Also: masks over scores given as a tensor.
 #define BOOST_TEST_MODULE unit.eval.mask_kinds
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
@@ -230,4 +230,23 @@ BOOST_AUTO_TEST_CASE(a_kinds_run_time_checks_throw_where_mask_is_called) {
   BOOST_CHECK_THROW((void)mask(s, user::same_document{d}), shape_error);
   BOOST_CHECK_THROW((void)mask(s, causal, user::alibi{8}), shape_error);
   BOOST_CHECK_NO_THROW((void)mask(s, user::alibi{4}));
+}
+
+// Masks over scores given as a tensor (computed elsewhere) rather than scores(q, k): no fused
+// pattern matches them, and they run in unfused steps under either policy, every kind alike.
+BOOST_AUTO_TEST_CASE(masks_over_scores_given_as_a_tensor) {
+  const std::vector<int> d = documents({3, 9, 5});
+  const std::size_t n = d.size();
+  tensor<float, shape<batch<>, head<4>, seq<>, seq<>>> s(2, n, n);       // (B,H,SEQ_Q,SEQ_KV)
+  tensor<float, shape<batch<>, head<4>, seq<>, head_dim<32>>> v4(2, n);  // (B,H,SEQ,D_V)
+  randomize(s), randomize(v4);
+  const pairs_t pairs = dense(d);
+  const auto e = attend(softmax(mask(s, causal, user::same_document{d}, user::alibi{4})), v4);
+  const auto want =
+      evaluate_reference(attend(softmax(mask(s, causal, ignore_where(pairs), user::alibi{4})), v4));
+  BOOST_TEST(max_rel_diff(evaluate(e, fused), want) <= 1e-5);
+  BOOST_TEST(max_rel_diff(evaluate(e, unfused), want) <= 1e-5);
+  BOOST_TEST(max_rel_diff(evaluate_reference(e), want) <= 1e-12);
+  const auto built_in = attend(softmax(mask(s, causal, ignore_where(pairs))), v4);
+  BOOST_TEST(max_rel_diff(evaluate(built_in, fused), evaluate_reference(built_in)) <= 1e-5);
 }
