@@ -353,7 +353,8 @@ constexpr bool is_mask_kind_if_it_says() {
 ///   auto operands() const                 a std::tuple of the views it reads (the evaluators
 ///                                         keep their output from overwriting them);
 ///   void check_storage() const            its tensors are still there, when evaluated.
-/// A mask is copied into the expression: it holds views, not tensors.
+/// A mask is copied into the expression: it holds views, not tensors. The evaluators call
+/// ignores and added from several threads at once, on a const mask.
 template <class M>
 concept Mask = detail::is_mask_kind<M>();
 

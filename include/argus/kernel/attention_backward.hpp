@@ -150,7 +150,7 @@ void zero_rows(T* d, std::size_t rows, std::size_t cols, std::size_t ld) noexcep
 /// Whether p has a mask, so that some pair may be ignored.
 template <class T>
 bool has_masks(const attention_problem<T>& p) noexcept {
-  return p.causal || p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
+  return p.causal || p.element_masks();
 }
 
 /// f(r) for each row r < n of x (cols elements each, row stride ld) that holds a NaN or an

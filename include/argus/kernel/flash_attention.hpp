@@ -112,6 +112,13 @@ struct attention_problem {
   /// and the kept ones are scaled by 1 / (1 − dropout_rate). 0 <= dropout_rate <= 1; 0: none.
   T dropout_rate = 0;
   std::uint64_t dropout_seed = 0;
+
+  /// Whether a mask read from memory applies (padding, pairs, additive): the tiles under one
+  /// are masked pair by pair (the causal mask is arithmetic: `causal`). A new mask of memory
+  /// joins here, and the loops that test it follow.
+  bool element_masks() const noexcept {
+    return key_ignore != nullptr || ignore != nullptr || additive != nullptr;
+  }
 };
 
 /// The tiles flash_attention uses for a problem: query rows per tile, keys per tile.

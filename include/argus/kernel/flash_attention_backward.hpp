@@ -215,7 +215,7 @@ void tile_probabilities(const attention_problem<T>& p, std::size_t b, std::size_
                         std::size_t ld) noexcept {
   const T minus_inf = -std::numeric_limits<T>::infinity();
   const bool causal_cross = crosses_diagonal(p, i0, nq, j0, nk);
-  const bool other_masks = p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr;
+  const bool other_masks = p.element_masks();
   for (std::size_t r = 0; r < nq; ++r) {
     T* row = s + r * ld;
     const T l = lse[i0 + r];
@@ -393,8 +393,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   // causal and dropout apply per element; the causal mask only to slivers that cross the
   // diagonal; wide heads do not fit a packed sliver).
   const bool narrow = p.d_k <= ld && p.d_v <= ld;
-  const bool fusable = p.additive == nullptr && p.key_ignore == nullptr && p.ignore == nullptr &&
-                       !drop.active() && narrow;
+  const bool fusable = !p.element_masks() && !drop.active() && narrow;
   for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
     const T* lse = bp.lse + (b * p.heads + h) * p.seq_q;
     const T* dd = row_dots + (b * p.heads + h) * p.seq_q;
@@ -462,7 +461,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
             for (std::size_t r = 0; r < rows; ++r)
               drop.factors(b, h, i0 + r0 + r, j0, ns, keeps + r * ld);
           tile_score_gradient(rows, ns, ps, dss, ld, dd + i0 + r0, keeps);  // dS
-          if (crosses || p.additive != nullptr || p.key_ignore != nullptr || p.ignore != nullptr) {
+          if (crosses || p.element_masks()) {
             // A pair a mask ignores has P = 0, but dS = 0 · (dP − D) is NaN where V, dO or D
             // is not (and P itself where the row's lse is NaN): such pairs bring nothing.
             if (!tile_all_finite(dss, rows, ns, ld))
