@@ -18,6 +18,10 @@
 //   BM_core_cross    n_q 256 queries against n_kv 4096 keys
 //   BM_core_decode   one query against n_kv keys (1024, 4096, 8192)
 //   BM_core_heads    h 1 ... 16 heads at d_model 512 (d_k = 512 / h), n 1024
+//   BM_core_documents        packed documents of 256 positions, a mask kind of one's own
+//                            (documents, below: the loop nest calls it on each tile), n 1024,
+//                            4096; fused and unfused
+//   BM_core_documents_dense  the same pairs as ignore_where of a (seq, seq) bool tensor
 //   BM_peak_fma      the FMA peak that peak_pct divides by
 // each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
 // (halved for causal; for a window, 4·B·h·d_k times the pairs inside it).
@@ -113,6 +117,57 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
   }
 }
 
+/// Packed sequences: query i attends key j only within its own document, document[p] the
+/// document of position p (a mask kind of one's own: argus::Mask).
+struct documents {
+  using mask_effect = argus::ignores_pairs;
+  const std::vector<int>* document;
+  bool ignores(std::size_t, std::size_t, std::size_t i, std::size_t j) const {
+    return (*document)[i] != (*document)[j];
+  }
+  std::string name() const { return "documents"; }
+};
+
+/// One row of h 8, d_k 64 with documents of 256 positions: the kind itself, or (Dense) the
+/// same pairs as ignore_where of a bool tensor. Counted as every pair's flops (the loop nest
+/// computes them all and masks).
+template <bool Dense>
+void documents_row(benchmark::State& state, evaluator ev, const row_args& a) {
+  using namespace argus;
+  constexpr std::size_t H = 8, DK = 64, length = 256;
+  const std::size_t n = a.seq_q(state);
+  const int threads = a.thread_count(state);
+  bench::start_row(threads);
+  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(1, n), k(1, n), v(1, n), o(1, n);
+  bench::fill_random(q.data(), q.size(), 1, 1.0f);
+  bench::fill_random(k.data(), k.size(), 2, 1.0f);
+  bench::fill_random(v.data(), v.size(), 3, 1.0f);
+  std::vector<int> document(n);
+  for (std::size_t i = 0; i < n; ++i) document[i] = static_cast<int>(i / length);
+  tensor<bool, shape<seq<>, seq<>>> pairs(n, n);  // (SEQ_Q,SEQ_KV)
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) pairs(i, j) = document[i] != document[j];
+  const auto e = [&] {
+    if constexpr (Dense)
+      return attend(softmax(mask(scores(q, k), ignore_where(pairs))), v);
+    else
+      return attend(softmax(mask(scores(q, k), documents{&document})), v);
+  }();
+  const double flops = bench::core_flops(1, H, n, n, DK, DK, false);
+  if (ev == evaluator::fused)
+    bench::timed_loop(state, threads, flops,
+                      double(explain(e, fused).materialised_bytes_into_out()),
+                      [&] { evaluate(e, fused, o); });
+  else
+    bench::timed_loop(state, threads, flops,
+                      double(explain(e, unfused).materialised_bytes_into_out()),
+                      [&] { evaluate(e, unfused, o); });
+  if (bench::checking()) {
+    const auto reference = ev == evaluator::fused ? evaluate(e, unfused) : evaluate(e, fused);
+    bench::check_close(state, o.data(), reference.data(), o.size());
+  }
+}
+
 std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int64_t>& ns,
                                                      std::int64_t h,
                                                      std::vector<std::int64_t> extra = {}) {
@@ -154,6 +209,11 @@ const bool registered = [] {
   add_rows("BM_core_heads", core_row<8, 8, 64, false>, heads_names, cross_product({1024}, 8, {64}));
   add_rows("BM_core_heads", core_row<16, 16, 32, false>, heads_names,
            cross_product({1024}, 16, {32}));
+  const std::vector<evaluator> ours{evaluator::fused, evaluator::unfused};
+  add_rows("BM_core_documents", documents_row<false>, {"n", "h", "threads"},
+           cross_product({1024, 4096}, 8), ours);
+  add_rows("BM_core_documents_dense", documents_row<true>, {"n", "h", "threads"},
+           cross_product({1024, 4096}, 8), ours);
   // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
   add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
            cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8),

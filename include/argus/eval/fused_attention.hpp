@@ -24,30 +24,68 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 namespace argus::detail {
 
 // --- The mask kinds the kernels compute ---------------------------------------------------
 
-/// Where a mask kind goes in kernel::attention_problem, and how: fused_mask<M> for a kind M
-/// the kernels compute has `slot` (one mask of a slot per chain: each slot is one set of the
-/// problem's fields) and `set(m, p, keep)`, which fills them (unit-stride copies kept alive in
-/// `keep`). A kind without a specialisation evaluates its attention core with the unfused
-/// steps (the pattern below does not match it), and forward_for_training rejects it
-/// (masks_have_training_kernels): to fuse a new kind, give the kernels its fields and add one
-/// specialisation here.
-enum class mask_slot { causal, keys, pairs, additive };
-template <class M>
-struct fused_mask {
-  static constexpr bool supported = false;
-};
+/// Where a mask kind goes in kernel::attention_problem, and how: fused_mask<M> has `slot`
+/// (one mask of a slot per chain: each slot is one set of the problem's fields), `set(m, p,
+/// keep)`, which fills them (unit-stride copies kept alive in `keep`), and `trains`, whether
+/// the backward kernels compute it too. The built-in kinds are specialisations, read from
+/// memory or computed (causal); any other kind (expr/mask.hpp's Mask) goes to the loop nest
+/// as code (kernel::code_mask: its ignores or added, called on each tile of pairs) and does
+/// not train (masks_have_training_kernels). A chain with two kinds of one slot (two kinds of
+/// one's own, say) evaluates its attention core with the unfused steps (the pattern below does
+/// not match it). To read a new kind from memory instead, give the kernels its fields and add
+/// one specialisation here.
+enum class mask_slot { causal, keys, pairs, additive, code };
 
+/// The unit-stride copies of the masks read from memory, alive while the kernels run.
 template <class T>
 struct mask_storage {
   materialized<std::uint8_t, shape<batch<>, seq<>>> keys;
   materialized<std::uint8_t, shape<seq<>, seq<>>> pairs;
   materialized<T, shape<seq<>, seq<>>> additive;
+};
+
+/// kernel::code_mask's apply for a kind M of one's own, on the object at `context`.
+template <class T, class M>
+void apply_code_mask(const void* context, std::size_t b, const std::size_t* head,
+                     const std::size_t* query, std::size_t rows, std::size_t j0, std::size_t n,
+                     T* s, std::size_t row_stride, std::size_t key_stride) {
+  const M& m = *static_cast<const M*>(context);
+  const auto pair = [&](std::size_t r, std::size_t j) {
+    T& x = s[r * row_stride + j * key_stride];
+    if constexpr (boolean_mask_kind<M>) {
+      if (m.ignores(b, head[r], query[r], j0 + j)) x = -std::numeric_limits<T>::infinity();
+    } else {
+      x += static_cast<T>(m.added(b, head[r], query[r], j0 + j));
+    }
+  };
+  // The contiguous index innermost (the rows of the forward's tiles, queries on lanes; the
+  // keys of the backward's rows), so that what the kind computes of the other is hoisted.
+  if (row_stride < key_stride) {
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t r = 0; r < rows; ++r) pair(r, j);
+  } else {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < n; ++j) pair(r, j);
+  }
+}
+
+template <class M>
+struct fused_mask {
+  static constexpr bool supported = is_mask_kind<M>(), trains = false;
+  static constexpr mask_slot slot = mask_slot::code;
+  template <class T>
+  static void set(const M& m, kernel::attention_problem<T>& p, mask_storage<T>&) {
+    p.code.context = &m;
+    p.code.apply = &apply_code_mask<T, M>;
+    p.code.adds = additive_mask_kind<M>;
+  }
 };
 
 template <class M, Shape S>
@@ -64,7 +102,7 @@ as_bytes(const tensor_view<const M, S>& v) {
 
 template <>
 struct fused_mask<causal_mask> {
-  static constexpr bool supported = true;
+  static constexpr bool supported = true, trains = true;
   static constexpr mask_slot slot = mask_slot::causal;
   template <class T>
   static void set(const causal_mask& m, kernel::attention_problem<T>& p, mask_storage<T>&) {
@@ -78,7 +116,7 @@ struct fused_mask<causal_mask> {
 };
 template <class M, class S>
 struct fused_mask<ignore_keys_mask<M, S>> {
-  static constexpr bool supported = true;
+  static constexpr bool supported = true, trains = true;
   static constexpr mask_slot slot = mask_slot::keys;
   template <class T>
   static void set(const ignore_keys_mask<M, S>& m, kernel::attention_problem<T>& p,
@@ -90,7 +128,7 @@ struct fused_mask<ignore_keys_mask<M, S>> {
 };
 template <class M, class S>
 struct fused_mask<ignore_mask<M, S>> {
-  static constexpr bool supported = true;
+  static constexpr bool supported = true, trains = true;
   static constexpr mask_slot slot = mask_slot::pairs;
   template <class T>
   static void set(const ignore_mask<M, S>& m, kernel::attention_problem<T>& p,
@@ -102,7 +140,7 @@ struct fused_mask<ignore_mask<M, S>> {
 };
 template <class A, class S>
 struct fused_mask<additive_mask<A, S>> {
-  static constexpr bool supported = true;
+  static constexpr bool supported = true, trains = true;
   static constexpr mask_slot slot = mask_slot::additive;
   template <class T>
   static void set(const additive_mask<A, S>& m, kernel::attention_problem<T>& p,
@@ -120,15 +158,16 @@ struct fused_mask<additive_mask<A, S>> {
 
 /// A chain mask*(scores(q, k)) (`chain`): `kernels` when fused_mask supports every kind of it,
 /// `one_per_slot` when no two of its masks share a slot, ok when both hold (the fused
-/// patterns match it).
+/// patterns match it); `trains` when the backward kernels compute every kind of it too.
 template <class E>
 struct mask_chain {
-  static constexpr bool chain = false, ok = false, kernels = false, one_per_slot = false;
+  static constexpr bool chain = false, ok = false, kernels = false, one_per_slot = false,
+                        trains = false;
 };
 
 template <class Q, class K>
 struct mask_chain<scores_node<Q, K>> {
-  static constexpr bool chain = true, kernels = true, one_per_slot = true, ok = true;
+  static constexpr bool chain = true, kernels = true, one_per_slot = true, ok = true, trains = true;
   static constexpr int masks_in(mask_slot) { return 0; }
   using scores_type = scores_node<Q, K>;
   static const scores_type& scores(const scores_type& s) noexcept { return s; }
@@ -137,7 +176,8 @@ struct mask_chain<scores_node<Q, K>> {
 /// Masks over something other than scores(q, k) (scores given as a tensor): no chain.
 template <class E, class M, bool Chain = mask_chain<E>::chain>
 struct masks_over {
-  static constexpr bool chain = false, ok = false, kernels = false, one_per_slot = false;
+  static constexpr bool chain = false, ok = false, kernels = false, one_per_slot = false,
+                        trains = false;
 };
 template <class E, class M>
 struct mask_chain<masked_node<E, M>> : masks_over<E, M> {};
@@ -147,6 +187,7 @@ struct masks_over<E, M, true> {
   using inner = mask_chain<E>;
   static constexpr bool chain = true;
   static constexpr bool kernels = inner::kernels && fused_mask<M>::supported;
+  static constexpr bool trains = kernels && inner::trains && fused_mask<M>::trains;
   static constexpr int masks_in(mask_slot s) {
     if constexpr (kernels)
       return inner::masks_in(s) + (fused_mask<M>::slot == s ? 1 : 0);
@@ -155,7 +196,8 @@ struct masks_over<E, M, true> {
   }
   static constexpr bool one_per_slot =
       kernels && masks_in(mask_slot::causal) <= 1 && masks_in(mask_slot::keys) <= 1 &&
-      masks_in(mask_slot::pairs) <= 1 && masks_in(mask_slot::additive) <= 1;
+      masks_in(mask_slot::pairs) <= 1 && masks_in(mask_slot::additive) <= 1 &&
+      masks_in(mask_slot::code) <= 1;
   static constexpr bool ok = kernels && one_per_slot;
   using scores_type = typename inner::scores_type;
   static const scores_type& scores(const masked_node<E, M>& m) noexcept {
@@ -178,7 +220,7 @@ void set_masks(const masked_node<E, M>& m, kernel::attention_problem<T>& p, mask
 
 template <class E>
 struct attention_core_traits {
-  static constexpr bool ok = false, unfused_masks = false;
+  static constexpr bool ok = false, untrained_masks = false;
 };
 template <class E>
 struct is_split_stacked_projection : std::false_type {};
@@ -192,8 +234,9 @@ struct is_split_heads<split_heads_node<H, X>> : std::true_type {};
 template <class S, class V>
 struct attention_core_traits<attend_node<softmax_node<S>, V>> {
   static constexpr bool ok = mask_chain<S>::ok;
-  /// attend(softmax(mask*(scores(q, k))), v) with a mask kind the kernels do not compute.
-  static constexpr bool unfused_masks = mask_chain<S>::chain && !mask_chain<S>::kernels;
+  /// attend(softmax(mask*(scores(q, k))), v) with a mask kind the backward kernels do not
+  /// compute (a kind of one's own).
+  static constexpr bool untrained_masks = mask_chain<S>::chain && !mask_chain<S>::trains;
   using masked_scores = S;
 };
 
@@ -237,8 +280,12 @@ void run_attention_core(const attend_node<softmax_node<S>, V>& e, const Ev& ev, 
   p.scale = sc.scale;
   mask_storage<T> keep;
   set_masks(e.weights.scores, p, keep);
+  // What the loop nest reads while it writes: the operands, the masks' copies, and the views
+  // the chain's kinds read themselves (a kind of one's own reads its operands() as it runs).
   const core_output<T> o =
-      out(q.view, k.view, v.view, keep.keys.view, keep.pairs.view, keep.additive.view);
+      std::apply(out, std::tuple_cat(std::tie(q.view, k.view, v.view, keep.keys.view,
+                                              keep.pairs.view, keep.additive.view),
+                                     chain_mask_operands(e.weights.scores)));
   p.o = o.data, p.o_batch = o.batch, p.o_head = o.head, p.o_row = o.row;
   kernel::flash_attention(p);
 }

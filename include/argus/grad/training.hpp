@@ -535,11 +535,11 @@ concept options_follow_inputs = detail::options_follow_inputs<Args...>();
 /// ambiguous). Count: how many were given.
 template <std::size_t Count>
 concept at_most_one_dropout = Count <= 1;
-/// forward_for_training: every mask of the masked scores S is of a kind the kernels compute
-/// (causal, ignore_keys, ignore_where, add_to_scores: those with a detail::fused_mask); a mask
-/// kind of one's own evaluates, it does not train.
+/// forward_for_training: every mask of the masked scores S is of a kind the backward kernels
+/// compute (causal, ignore_keys, ignore_where, add_to_scores: detail::fused_mask's `trains`);
+/// a mask kind of one's own evaluates (in the fused loop nest too), it does not train.
 template <class S>
-concept masks_have_training_kernels = bool(detail::mask_chain<S>::kernels);
+concept masks_have_training_kernels = bool(detail::mask_chain<S>::trains);
 /// forward_for_training(m, ...): at most one mask of each kind (causal, ignore_keys,
 /// ignore_where, add_to_scores) over the masked scores S of the module's expression.
 template <class S>
@@ -662,14 +662,14 @@ namespace detail {
 /// under merge_heads (output (B,SEQ_Q,H*D_V)). ok: E is one of them.
 template <class E>
 struct trainable_core {
-  static constexpr bool ok = attention_core_traits<E>::ok, merged = false;
   using traits = attention_core_traits<E>;
+  static constexpr bool ok = traits::ok && !traits::untrained_masks, merged = false;
   static const E& get(const E& e) noexcept { return e; }
 };
 template <class X>
 struct trainable_core<merge_heads_node<X>> {
-  static constexpr bool ok = attention_core_traits<X>::ok, merged = true;
   using traits = attention_core_traits<X>;
+  static constexpr bool ok = traits::ok && !traits::untrained_masks, merged = true;
   static const X& get(const merge_heads_node<X>& e) noexcept { return e.x; }
 };
 
@@ -823,7 +823,7 @@ namespace detail {
 template <class E>
 constexpr bool trainable_expression() {
   using traits = typename trainable_core<E>::traits;
-  if constexpr (traits::unfused_masks) {
+  if constexpr (traits::untrained_masks) {
     static_assert(masks_have_training_kernels<typename traits::masked_scores>,
                   "masks_have_training_kernels: argus::forward_for_training(e, policy) trains the "
                   "mask kinds the kernels compute (causal, ignore_keys, ignore_where, "

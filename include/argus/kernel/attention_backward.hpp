@@ -70,6 +70,8 @@ void mask_score_row(const attention_problem<T>& p, bool causal, std::size_t b, s
     const T* a = p.additive + b * p.add_batch + h * p.add_head + i * p.add_row + j0;
     for (std::size_t j = 0; j < n; ++j) row[j] += a[j];
   }
+  if (p.code.apply != nullptr && p.code.adds)
+    p.code.apply(p.code.context, b, &h, &i, 1, j0, n, row, 1, 1);
   if (causal) {
     const std::size_t reach = causal_key_end(p, i + 1);  // keys from reach on are ignored
     for (std::size_t j = (reach > j0 ? reach - j0 : 0); j < n; ++j) row[j] = minus_inf;
@@ -87,6 +89,8 @@ void mask_score_row(const attention_problem<T>& p, bool causal, std::size_t b, s
     for (std::size_t j = 0; j < n; ++j)
       if (ig[j] != 0) row[j] = minus_inf;
   }
+  if (p.code.apply != nullptr && !p.code.adds)
+    p.code.apply(p.code.context, b, &h, &i, 1, j0, n, row, 1, 1);
 }
 
 /// dst (cols × rows, row stride ld_dst) = src (rows × cols, row stride ld_src) transposed.

@@ -64,6 +64,30 @@
 // the same ones (kernel/isa.hpp).
 namespace argus::kernel {
 
+/// A mask given as code rather than memory: a mask kind of the user's (expr/mask.hpp), which
+/// the fused evaluator hands to the kernels as a function and its object. apply(context, b,
+/// head, query, rows, j0, n, s, row_stride, key_stride) masks the scaled logits s[r ·
+/// row_stride + j · key_stride] of the query query[r] of head head[r] (r < rows) against the
+/// key j0 + j (j < n) of batch item b: where `adds`, it adds the kind's value to each; else it
+/// sets the pairs the kind ignores to -inf and leaves the rest. The kernels call it from
+/// several threads at once, on tiles of pairs (the forward) or rows (the backward).
+template <class T>
+struct code_mask {
+  using apply_function = void(const void* context, std::size_t b, const std::size_t* head,
+                              const std::size_t* query, std::size_t rows, std::size_t j0,
+                              std::size_t n, T* s, std::size_t row_stride, std::size_t key_stride);
+  const void* context = nullptr;
+  apply_function* apply = nullptr;  // null: no such mask
+  bool adds = false;
+  /// What the kind gives the pair (b, h, i, j): -inf where it ignores it (or adds -inf), else
+  /// 0 for a kind that ignores pairs, the value added for one that adds.
+  T value(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
+    T x = 0;
+    apply(context, b, &h, &i, 1, j, 1, &x, 1, 1);
+    return x;
+  }
+};
+
 /// One attention call: extents, strided views of Q, K, V and O, the scale and the masks.
 /// Element strides; the innermost (feature) stride is always 1, so Q may be a view straight
 /// into a projected (batch, seq, heads · d_k) matrix (q_row = heads · d_k, q_head = d_k):
@@ -101,6 +125,10 @@ struct attention_problem {
   /// NaN); unit stride along j.
   const T* additive = nullptr;
   std::size_t add_batch = 0, add_head = 0, add_row = 0;
+  /// A mask kind given as code (code_mask): applied after `additive` where it adds, after
+  /// every other mask where it ignores pairs (a mask that ignores a pair wins over any value
+  /// added to it, in any order: docs/reference/semantics.md).
+  code_mask<T> code{};
   /// Optional output, for the backward pass: lse[b][h][i] = log Σ_j e^(logit_ij), the
   /// per-row log-sum-exp of the masked logits (-inf for a row whose keys are all masked, NaN
   /// for a row that rule 3 of docs/reference/semantics.md makes NaN);
@@ -113,11 +141,14 @@ struct attention_problem {
   T dropout_rate = 0;
   std::uint64_t dropout_seed = 0;
 
-  /// Whether a mask read from memory applies (padding, pairs, additive): the tiles under one
-  /// are masked pair by pair (the causal mask is arithmetic: `causal`). A new mask of memory
-  /// joins here, and the loops that test it follow.
-  bool element_masks() const noexcept {
-    return key_ignore != nullptr || ignore != nullptr || additive != nullptr;
+  /// Whether a mask read from memory or given as code applies (padding, pairs, additive,
+  /// code): the tiles under one are masked pair by pair (the causal mask is arithmetic:
+  /// `causal`). A new mask of memory joins here, and the loops that test it follow.
+  bool element_masks() const noexcept { return key_ignore != nullptr || pair_masks(); }
+  /// Whether a mask that may treat each pair differently applies (pairs, additive, code):
+  /// any key of a tile may then be ignored for some row.
+  bool pair_masks() const noexcept {
+    return ignore != nullptr || additive != nullptr || code.apply != nullptr;
   }
 };
 
@@ -407,6 +438,10 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
       for (std::size_t j = 0; j < n; ++j) st[j * tile + r] += a[j];
     }
   }
+  if (p.code.apply != nullptr && p.code.adds) {
+    masked = true;
+    p.code.apply(p.code.context, it.b, s.head, s.query, s.rows, j0, n, st, 1, tile);
+  }
   // The tile crosses the diagonal (a key past some row's reach) or a window's start (a key
   // before some row's first).
   if (p.causal &&
@@ -438,6 +473,10 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
         if (ig[j] != 0) st[j * tile + r] = minus_inf;
     }
   }
+  if (p.code.apply != nullptr && !p.code.adds) {
+    masked = true;
+    p.code.apply(p.code.context, it.b, s.head, s.query, s.rows, j0, n, st, 1, tile);
+  }
   return masked;
 }
 
@@ -454,9 +493,16 @@ bool mask_ignores(const attention_problem<T>& p, std::size_t b, std::size_t h, s
   if (p.ignore != nullptr &&
       p.ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j] != 0)
     return true;
-  if (p.additive == nullptr || p.additive[b * p.add_batch + h * p.add_head + i * p.add_row + j] !=
-                                   -std::numeric_limits<T>::infinity())
-    return false;
+  const bool code_adds = p.code.apply != nullptr && p.code.adds;
+  if (p.code.apply != nullptr && !code_adds &&
+      p.code.value(b, h, i, j) == -std::numeric_limits<T>::infinity())
+    return true;
+  if (p.additive == nullptr && !code_adds) return false;
+  const T added =
+      (p.additive != nullptr ? p.additive[b * p.add_batch + h * p.add_head + i * p.add_row + j]
+                             : T(0)) +
+      (code_adds ? p.code.value(b, h, i, j) : T(0));
+  if (added != -std::numeric_limits<T>::infinity()) return false;
   const T* q = p.q + b * p.q_batch + h * p.q_head + i * p.q_row;
   const T* k = p.k + b * p.k_batch + h / (p.heads / p.kv_heads) * p.k_head + j * p.k_row;
   T dot = 0;
@@ -587,7 +633,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
     // a row's causal reach, or any key under a pair or additive mask): one accumulator over
     // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
     unclean.rows.clear();
-    const bool pairwise = p.ignore != nullptr || p.additive != nullptr;
+    const bool pairwise = p.pair_masks();
     const bool crosses = p.causal && (j0 + nk > causal_reach || j0 < window_start);
     if (pairwise || crosses || any_key_ignored) {
       auto may_be_ignored = [&](std::size_t j) {

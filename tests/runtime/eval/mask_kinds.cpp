@@ -4,9 +4,11 @@
 // boolean kind) and alibi (ALiBi's per-head linear bias; an additive kind that reads the
 // head). Each is checked against what it means written with the built-in kinds (the dense
 // ignore_where mask of its pairs; per head, add_to_scores of its biases), alone and in chains
-// with built-in masks, fused (which runs a core with such a kind in unfused steps), unfused,
-// in the reference evaluator and in a module's forward; explain names them; their run-time
-// checks throw where mask() is called. Also: masks over scores given as a tensor.
+// with built-in masks, fused (whose loop nest calls such a kind on each tile of pairs; a chain
+// of two kinds of one's own runs in unfused steps), unfused, in the reference evaluator and in
+// a module's forward, and in the loop nest's decode split (few queries, many keys); explain
+// names them and says where they run; their run-time checks throw where mask() is called.
+// Also: masks over scores given as a tensor.
 #define BOOST_TEST_MODULE unit.eval.mask_kinds
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
@@ -200,19 +202,30 @@ BOOST_AUTO_TEST_CASE(a_module_forward_takes_a_kind_of_ones_own) {
   BOOST_TEST(max_rel_diff(evaluate_reference(e), want) <= 1e-12);
 }
 
-// The fused plan of a core with a kind the kernels do not compute is the unfused steps of the
-// core, each named; with the built-in kinds alone the core is one loop nest.
+// The fused plan of a core with one kind of one's own is the loop nest, which names it among
+// its masks; with two kinds of one's own (one slot of the kernels' problem holds one) it is
+// the unfused steps of the core, each named, computing the same; with the built-in kinds alone
+// the core is one loop nest.
 BOOST_AUTO_TEST_CASE(explain_names_the_kind_and_where_it_runs) {
   const std::vector<int> d = documents({10, 20});
   tensor<float, q_shape> q(1, d.size());   // (B,H,SEQ,D_K)
   tensor<float, kv_shape> k(1, d.size());  // (B,G,SEQ,D_K)
   tensor<float, kv_shape> v(1, d.size());  // (B,G,SEQ,D_V)
+  randomize(q), randomize(k), randomize(v);
   const std::string own =
       explain(attend(softmax(mask(scores(q, k), causal, user::same_document{d})), v), fused)
           .to_string();
-  BOOST_TEST(own.find("mask same_document (in place)") != std::string::npos, own);
-  BOOST_TEST(own.find("mask causal (in place)") != std::string::npos, own);
-  BOOST_TEST(own.find("one loop nest") == std::string::npos, own);
+  BOOST_TEST(own.find("one loop nest") != std::string::npos, own);
+  BOOST_TEST(own.find("masks causal + same_document") != std::string::npos, own);
+  BOOST_TEST(own.find("(in place)") == std::string::npos, own);
+  const auto two =
+      attend(softmax(mask(scores(q, k), causal, user::same_document{d}, user::alibi{4})), v);
+  const std::string two_own = explain(two, fused).to_string();
+  BOOST_TEST(two_own.find("mask same_document (in place)") != std::string::npos, two_own);
+  BOOST_TEST(two_own.find("mask alibi (in place)") != std::string::npos, two_own);
+  BOOST_TEST(two_own.find("mask causal (in place)") != std::string::npos, two_own);
+  BOOST_TEST(two_own.find("one loop nest") == std::string::npos, two_own);
+  BOOST_TEST(max_rel_diff(evaluate(two, fused), evaluate_reference(two)) <= 1e-5);
   const std::string alibi =
       explain(attend(softmax(mask(scores(q, k), user::alibi{4})), v), unfused).to_string();
   BOOST_TEST(alibi.find("mask alibi (in place)") != std::string::npos, alibi);
@@ -220,6 +233,46 @@ BOOST_AUTO_TEST_CASE(explain_names_the_kind_and_where_it_runs) {
       explain(attend(softmax(mask(scores(q, k), causal)), v), fused).to_string();
   BOOST_TEST(built_in.find("one loop nest") != std::string::npos, built_in);
   BOOST_TEST(built_in.find("masks causal") != std::string::npos, built_in);
+}
+
+// Few queries against many keys (decoding with a cache): the loop nest splits the keys into
+// chunks over the threads and merges them; a kind of one's own is called on each chunk's tiles,
+// with the positions of the whole sequence. Causal aligned bottom-right (the queries are the
+// last positions) and top-left, ALiBi and a boolean kind of keys of one's own.
+struct every_third_key {  // ignores key j of every query where j % 3 == 1, but the last key
+  using mask_effect = argus::ignores_pairs;
+  std::size_t keys;
+  bool ignores(std::size_t, std::size_t, std::size_t, std::size_t j) const {
+    return j % 3 == 1 && j + 1 != keys;
+  }
+  std::string name() const { return "every_third_key"; }
+};
+
+BOOST_AUTO_TEST_CASE(a_kind_of_ones_own_in_the_decode_split) {
+  for (const std::size_t nq : {1u, 3u, 17u}) {
+    const std::size_t nkv = 700;
+    tensor<float, q_shape> q(1, nq);    // (B,H,SEQ_Q,D_K): one item, so that two threads
+    tensor<float, kv_shape> k(1, nkv);  // (B,G,SEQ_KV,D_K)  split the keys
+    tensor<float, kv_shape> v(1, nkv);  // (B,G,SEQ_KV,D_V)
+    randomize(q), randomize(k), randomize(v);
+    const auto s = scores(q, k);
+    const std::string where = "seq_q " + std::to_string(nq);
+    auto agree = [&](const auto& e, const std::string& what) {
+      const auto want = evaluate_reference(e);
+      for (std::size_t threads : {1u, 2u}) {
+        set_num_threads(threads);
+        BOOST_TEST(max_rel_diff(evaluate(e, fused), want) <= 1e-5, "fused, " << what);
+      }
+      set_num_threads(0);
+      BOOST_TEST(max_rel_diff(evaluate(e, unfused), want) <= 1e-5, "unfused, " << what);
+    };
+    agree(
+        attend(softmax(mask(s, causal_from(static_cast<std::ptrdiff_t>(nkv - nq)), user::alibi{4})),
+               v),
+        where + ", causal bottom-right, alibi");
+    agree(attend(softmax(mask(s, causal, user::alibi{4})), v), where + ", causal, alibi");
+    agree(attend(softmax(mask(s, every_third_key{nkv})), v), where + ", every_third_key");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_kinds_run_time_checks_throw_where_mask_is_called) {
