@@ -22,6 +22,8 @@
 //                            (documents, below: the loop nest calls it on each tile), n 1024,
 //                            4096; fused and unfused
 //   BM_core_documents_dense  the same pairs as ignore_where of a (seq, seq) bool tensor
+//   BM_core_documents_blocks the kind with ignores_block: the loop nest skips the tiles it
+//                            ignores whole
 //   BM_peak_fma      the FMA peak that peak_pct divides by
 // each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
 // (halved for causal; for a window, 4·B·h·d_k times the pairs inside it).
@@ -127,11 +129,19 @@ struct documents {
   }
   std::string name() const { return "documents"; }
 };
+/// documents, saying which blocks of pairs it ignores whole (the documents are in order).
+struct document_blocks : documents {
+  bool ignores_block(std::size_t, std::size_t, std::size_t i0, std::size_t i1, std::size_t j0,
+                     std::size_t j1) const {
+    return (*document)[i1 - 1] < (*document)[j0] || (*document)[j1 - 1] < (*document)[i0];
+  }
+};
+enum class document_form { kind, dense, blocks };
 
-/// One row of h 8, d_k 64 with documents of 256 positions: the kind itself, or (Dense) the
-/// same pairs as ignore_where of a bool tensor. Counted as every pair's flops (the loop nest
-/// computes them all and masks).
-template <bool Dense>
+/// One row of h 8, d_k 64 with documents of 256 positions: the kind itself, the same pairs as
+/// ignore_where of a bool tensor, or the kind with ignores_block. Counted as every pair's
+/// flops, whatever the loop nest skips (so GFLOP/s compare times).
+template <document_form Form>
 void documents_row(benchmark::State& state, evaluator ev, const row_args& a) {
   using namespace argus;
   constexpr std::size_t H = 8, DK = 64, length = 256;
@@ -148,8 +158,10 @@ void documents_row(benchmark::State& state, evaluator ev, const row_args& a) {
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j) pairs(i, j) = document[i] != document[j];
   const auto e = [&] {
-    if constexpr (Dense)
+    if constexpr (Form == document_form::dense)
       return attend(softmax(mask(scores(q, k), ignore_where(pairs))), v);
+    else if constexpr (Form == document_form::blocks)
+      return attend(softmax(mask(scores(q, k), document_blocks{{&document}})), v);
     else
       return attend(softmax(mask(scores(q, k), documents{&document})), v);
   }();
@@ -210,9 +222,11 @@ const bool registered = [] {
   add_rows("BM_core_heads", core_row<16, 16, 32, false>, heads_names,
            cross_product({1024}, 16, {32}));
   const std::vector<evaluator> ours{evaluator::fused, evaluator::unfused};
-  add_rows("BM_core_documents", documents_row<false>, {"n", "h", "threads"},
+  add_rows("BM_core_documents", documents_row<document_form::kind>, {"n", "h", "threads"},
            cross_product({1024, 4096}, 8), ours);
-  add_rows("BM_core_documents_dense", documents_row<true>, {"n", "h", "threads"},
+  add_rows("BM_core_documents_dense", documents_row<document_form::dense>, {"n", "h", "threads"},
+           cross_product({1024, 4096}, 8), ours);
+  add_rows("BM_core_documents_blocks", documents_row<document_form::blocks>, {"n", "h", "threads"},
            cross_product({1024, 4096}, 8), ours);
   // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
   add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},

@@ -76,6 +76,26 @@ void apply_code_mask(const void* context, std::size_t b, const std::size_t* head
   }
 }
 
+/// Whether M says of blocks of pairs that it ignores them whole (Mask's ignores_block).
+template <class M>
+concept ignores_blocks = boolean_mask_kind<M> && requires(const M& m, std::size_t n) {
+  { m.ignores_block(n, n, n, n, n, n) } -> std::convertible_to<bool>;
+};
+
+/// kernel::code_mask's ignores_tile for a kind M with ignores_block: the rows in runs of one
+/// head and consecutive queries, each run one block.
+template <class M>
+bool skip_code_mask(const void* context, std::size_t b, const std::size_t* head,
+                    const std::size_t* query, std::size_t rows, std::size_t j0, std::size_t n) {
+  const M& m = *static_cast<const M*>(context);
+  for (std::size_t r0 = 0, r1 = 0; r0 < rows; r0 = r1) {
+    r1 = r0 + 1;
+    while (r1 < rows && head[r1] == head[r0] && query[r1] == query[r1 - 1] + 1) ++r1;
+    if (!m.ignores_block(b, head[r0], query[r0], query[r1 - 1] + 1, j0, j0 + n)) return false;
+  }
+  return true;
+}
+
 template <class M>
 struct fused_mask {
   static constexpr bool supported = is_mask_kind<M>(), trains = false;
@@ -85,6 +105,7 @@ struct fused_mask {
     p.code.context = &m;
     p.code.apply = &apply_code_mask<T, M>;
     p.code.adds = additive_mask_kind<M>;
+    if constexpr (ignores_blocks<M>) p.code.ignores_tile = &skip_code_mask<M>;
   }
 };
 

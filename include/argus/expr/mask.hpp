@@ -352,9 +352,15 @@ constexpr bool is_mask_kind_if_it_says() {
 ///                                         (throw argus::shape_error);
 ///   auto operands() const                 a std::tuple of the views it reads (the evaluators
 ///                                         keep their output from overwriting them);
-///   void check_storage() const            its tensors are still there, when evaluated.
+///   void check_storage() const            its tensors are still there, when evaluated;
+/// and, for a kind that ignores pairs, optionally
+///   bool ignores_block(b, h, i_begin, i_end, j_begin, j_end) const
+///                                         true only where it ignores every pair of queries
+///                                         [i_begin, i_end) and keys [j_begin, j_end) (false
+///                                         is always correct): the fused loop nest then skips
+///                                         the tile (a block mask, as FlexAttention's).
 /// A mask is copied into the expression: it holds views, not tensors. The evaluators call
-/// ignores and added from several threads at once, on a const mask.
+/// ignores, added and ignores_block from several threads at once, on a const mask.
 template <class M>
 concept Mask = detail::is_mask_kind<M>();
 

@@ -76,9 +76,15 @@ struct code_mask {
   using apply_function = void(const void* context, std::size_t b, const std::size_t* head,
                               const std::size_t* query, std::size_t rows, std::size_t j0,
                               std::size_t n, T* s, std::size_t row_stride, std::size_t key_stride);
+  /// Whether the kind ignores every pair of the rows (as apply's) against keys [j0, j0 + n):
+  /// true lets the loop nest skip the tile (false is always correct).
+  using skip_function = bool(const void* context, std::size_t b, const std::size_t* head,
+                             const std::size_t* query, std::size_t rows, std::size_t j0,
+                             std::size_t n);
   const void* context = nullptr;
   apply_function* apply = nullptr;  // null: no such mask
   bool adds = false;
+  skip_function* ignores_tile = nullptr;  // null: no tile is skipped
   /// What the kind gives the pair (b, h, i, j): -inf where it ignores it (or adds -inf), else
   /// 0 for a kind that ignores pairs, the value added for one that adds.
   T value(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
@@ -676,6 +682,10 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
         n = std::min(n, reach - j0);
         if (j0 + n <= causal_key_begin(p, s.min_query)) continue;  // before every row's window
       }
+      // Ignored whole by a kind of one's own: no weight of the tile is other than 0.
+      if (p.code.ignores_tile != nullptr &&
+          p.code.ignores_tile(p.code.context, it.b, s.head, s.query, s.rows, j0, n))
+        continue;
       if (s.on_lanes())
         score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
       else

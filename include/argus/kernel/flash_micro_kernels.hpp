@@ -489,6 +489,10 @@ bool softmax_step(std::size_t lanes, T* st, std::size_t n, const T* top, T* m, T
       a = exp2_nonpositive((m_old - m_use) * log2e);
       sum = exponentiate_column<false>(st + v, n, m_use, m_use);
     }
+    // Where m stays, exactly 1: the accumulator is rescaled only where some m moved, and
+    // m_old · log2 e - m2 may be contracted into an FMA that leaves m2's rounding (2^that
+    // is 1 + an ulp or so), which would scale l and not the accumulator on every such tile.
+    a = select(grows, a, V::broadcast(T(1)));
     m_new.store(m + v);
     a.store(alpha + v);
     fma(V::load(l + v), a, sum).store(l + v);

@@ -1,8 +1,8 @@
 // Differential test: the fused, unfused and double-precision reference evaluators on random
 // attention problems -- run-time lengths 1..300, batch 1..3, the head configurations below
 // (grouped-query, d_k != d_v, float and double), every mask kind at random densities
-// (fully masked items and rows included) and two kinds of one's own (which the fused policy
-// runs in unfused steps), and values drawn normal, with logits of +-1e4,
+// (fully masked items and rows included) and two kinds of one's own (which the fused loop
+// nest calls on each tile: kernel::code_mask), and values drawn normal, with logits of +-1e4,
 // with exact ties, denormal, and with NaN/Inf placed in Q, K, V, the additive mask and the
 // rows of padded keys. Every evaluator must agree with the reference on which outputs are
 // finite (docs/reference/semantics.md) and, where they are, within a tolerance derived from

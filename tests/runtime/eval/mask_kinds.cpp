@@ -15,6 +15,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <span>
@@ -272,6 +273,68 @@ BOOST_AUTO_TEST_CASE(a_kind_of_ones_own_in_the_decode_split) {
         where + ", causal bottom-right, alibi");
     agree(attend(softmax(mask(s, causal, user::alibi{4})), v), where + ", causal, alibi");
     agree(attend(softmax(mask(s, every_third_key{nkv})), v), where + ", every_third_key");
+  }
+}
+
+// same_document saying which blocks it ignores whole (ignores_block: the documents are in
+// order, so queries [i0, i1) and keys [j0, j1) meet no common document when one range's last
+// document comes before the other's first), and counting its calls of ignores.
+struct counted_documents {  // same_document, counting its calls
+  using mask_effect = argus::ignores_pairs;
+  std::span<const int> document;
+  std::atomic<std::size_t>* pair_calls;
+  bool ignores(std::size_t, std::size_t, std::size_t i, std::size_t j) const {
+    pair_calls->fetch_add(1, std::memory_order_relaxed);
+    return document[i] != document[j];
+  }
+  std::string name() const { return "counted_documents"; }
+};
+struct blocked_documents : counted_documents {
+  bool ignores_block(std::size_t, std::size_t, std::size_t i0, std::size_t i1, std::size_t j0,
+                     std::size_t j1) const {
+    return document[i1 - 1] < document[j0] || document[j1 - 1] < document[i0];
+  }
+  std::string name() const { return "blocked_documents"; }
+};
+
+// The loop nest skips the tiles a kind ignores whole, with the same results to the bit (a
+// skipped tile adds nothing to a row's sum or maximum), and asks the kind about fewer pairs.
+BOOST_AUTO_TEST_CASE(a_kind_that_ignores_blocks_skips_their_tiles) {
+  for (const auto& d : {documents({40, 300, 7, 250}), documents({600}), documents({1, 1, 1}),
+                        documents({64, 64, 64, 64, 64, 64, 64, 64, 64, 64})}) {
+    const std::size_t n = d.size();
+    tensor<float, q_shape> q(2, n);                     // (B,H,SEQ,D_K)
+    tensor<float, kv_shape> k(2, n);                    // (B,G,SEQ,D_K)
+    tensor<float, kv_shape> v(2, n);                    // (B,G,SEQ,D_V)
+    tensor<bool, shape<batch<>, seq<>>> padding(2, n);  // (B,SEQ)
+    randomize(q), randomize(k), randomize(v);
+    for (std::size_t j = 0; j < n; ++j) padding(0, j) = j % 5 == 2, padding(1, j) = j + 3 >= n;
+    const auto s = scores(q, k);
+    std::atomic<std::size_t> every = 0, blocked = 0;
+    const user::same_document plain{d};
+    const blocked_documents by_blocks{{d, &blocked}};
+    const std::string where = "seq " + std::to_string(n);
+    for (std::size_t threads : {1u, 2u}) {
+      set_num_threads(threads);
+      const auto want = evaluate(attend(softmax(mask(s, plain)), v), fused);
+      const auto got = evaluate(attend(softmax(mask(s, by_blocks)), v), fused);
+      BOOST_TEST(max_rel_diff(got, want) == 0.0, where);
+      BOOST_TEST(max_rel_diff(got, evaluate_reference(attend(softmax(mask(s, plain)), v))) <= 1e-5,
+                 where);
+      const auto chain = attend(softmax(mask(s, causal, by_blocks, ignore_keys(padding))), v);
+      BOOST_TEST(
+          max_rel_diff(evaluate(chain, fused),
+                       evaluate(attend(softmax(mask(s, causal, plain, ignore_keys(padding))), v),
+                                fused)) == 0.0,
+          where << ", with causal and ignore_keys");
+    }
+    set_num_threads(0);
+    blocked = 0;
+    (void)evaluate(attend(softmax(mask(s, by_blocks)), v), fused);
+    (void)evaluate(attend(softmax(mask(s, counted_documents{d, &every})), v), fused);
+    BOOST_TEST(every.load() >= 2 * 4 * n * n, where);  // every pair of every head, at least
+    if (n == 600) BOOST_TEST(blocked.load() == every.load(), where);     // one document: no skip
+    if (n == 640) BOOST_TEST(blocked.load() < every.load() / 2, where);  // most tiles skipped
   }
 }
 

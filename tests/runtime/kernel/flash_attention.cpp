@@ -51,6 +51,7 @@ struct config {
   bool ignore_all_keys_of_batch_0 = false;  // every row of batch item 0 fully masked
   bool integer_inputs = false;              // exact large logits
   double rise = 0;  // != 0: an additive term rise · j, logits that climb (or fall) along the keys
+  double offset = 0;  // != 0: added to every logit (through the additive term)
   std::size_t threads = 1;
 
   std::string describe() const {
@@ -61,7 +62,7 @@ struct config {
       << (additive ? " additive" : "") << (broadcast_masks ? " broadcast" : "")
       << (projection_layout ? " (B,S,H*D)" : " (B,H,S,D)") << " pad=" << pad
       << (ignore_all_keys_of_batch_0 ? " all-masked-b0" : "") << (integer_inputs ? " integer" : "")
-      << " rise=" << rise << " threads=" << threads;
+      << " rise=" << rise << " offset=" << offset << " threads=" << threads;
     return s.str();
   }
 };
@@ -137,13 +138,13 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
     for (auto& x : ignore) x = u01() < c.ignore_rate ? 1 : 0;
     p.ignore = ignore.data();
   }
-  if (c.additive || c.rise != 0) {
+  if (c.additive || c.rise != 0 || c.offset != 0) {
     p.add_row = c.seq_kv + 1;
     p.add_head = c.broadcast_masks ? 0 : c.seq_q * p.add_row;
     p.add_batch = c.broadcast_masks ? 0 : c.heads * c.seq_q * p.add_row;
     additive.resize((c.broadcast_masks ? 1 : c.batch * c.heads) * c.seq_q * p.add_row);
     for (std::size_t x = 0; x < additive.size(); ++x) {
-      const double ramp = c.rise * static_cast<double>(x % p.add_row);  // rise · j
+      const double ramp = c.offset + c.rise * static_cast<double>(x % p.add_row);  // rise · j
       additive[x] = !c.additive    ? static_cast<T>(ramp)
                     : u01() < 0.05 ? -std::numeric_limits<T>::infinity()
                                    : static_cast<T>(ramp + 3 * unit());
@@ -498,6 +499,22 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(running_maxima_that_rise_across_tiles, T, scalar_t
       c.threads = causal ? 2 : 1;
       check<T>(c, rng);
       c.seq_q = 1, c.seq_kv = 600, c.causal = false;  // decode path: key chunks merged
+      check<T>(c, rng);
+    }
+}
+
+// A running maximum that stays where the first tile put it while many tiles follow, at
+// logits of a few hundred to a few thousand (below fold_bound, where m · log2 e is rounded
+// once per column): every later tile must leave the row's sum as it is, or the output drifts
+// by the rounding of m · log2 e once per tile (it did: 2^(that rounding) multiplied the sum,
+// not the accumulator, before softmax_step set the factor to exactly 1 where m stays).
+BOOST_AUTO_TEST_CASE_TEMPLATE(a_maximum_that_stays_over_many_tiles, T, scalar_types) {
+  std::mt19937_64 rng(20261129);
+  for (double offset : {300.0, 1000.0, 1900.0})
+    for (double rise : {0.0, -0.002}) {
+      config c;
+      c.heads = 1, c.kv_heads = 1, c.d_k = c.d_v = 64;
+      c.seq_q = 40, c.seq_kv = 1500, c.offset = offset, c.rise = rise;
       check<T>(c, rng);
     }
 }
