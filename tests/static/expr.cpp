@@ -241,6 +241,45 @@ static_assert(argus::mask_accepts<const scores_dyn&, fixed_block>);  // run-time
 static_assert(!argus::mask_accepts<const tensor<float, shape<batch<2>, head<8>, seq<12>, seq<16>>>&,
                                    fixed_block>);  // mask_rows_equal_seq_q: 16 != 12
 static_assert(!argus::Mask<int> && !argus::Mask<std::string>);
+// ignores_block: any member of that name is found (a function of any signature, a template, a
+// final class's), and only the documented one on a kind that ignores pairs is accepted.
+template <class Block>
+struct with_block : fixed_block, Block {};
+struct block_documented {
+  bool ignores_block(std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
+                     std::size_t) const {
+    return false;
+  }
+};
+struct block_template {
+  template <class... I>
+  bool ignores_block(I...) const {
+    return false;
+  }
+};
+struct block_ranges_only {  // leaves out b and h
+  bool ignores_block(std::size_t, std::size_t, std::size_t, std::size_t) const { return false; }
+};
+struct block_not_const {
+  bool ignores_block(std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t) {
+    return false;
+  }
+};
+struct block_data {
+  bool ignores_block = false;
+};
+struct final_block final : fixed_block, block_documented {};
+struct final_block_wrong final : fixed_block, block_ranges_only {};
+static_assert(argus::ignores_block_takes_b_h_and_two_ranges<fixed_block>);  // none: fine
+static_assert(argus::ignores_block_takes_b_h_and_two_ranges<with_block<block_documented>>);
+static_assert(argus::ignores_block_takes_b_h_and_two_ranges<with_block<block_template>>);
+static_assert(argus::ignores_block_takes_b_h_and_two_ranges<final_block>);
+static_assert(!argus::ignores_block_takes_b_h_and_two_ranges<with_block<block_ranges_only>>);
+static_assert(!argus::ignores_block_takes_b_h_and_two_ranges<with_block<block_not_const>>);
+static_assert(!argus::ignores_block_takes_b_h_and_two_ranges<with_block<block_data>>);
+static_assert(!argus::ignores_block_takes_b_h_and_two_ranges<final_block_wrong>);
+static_assert(argus::mask_accepts<const scores&, with_block<block_documented>> &&
+              !argus::mask_accepts<const scores&, with_block<block_ranges_only>>);
 // Causal masks: query i attends key j iff j <= i + offset (0 top-left; seq_kv - seq_q
 // bottom-right).
 static_assert(!argus::causal.ignores(3, 3) && argus::causal.ignores(3, 4));

@@ -337,6 +337,38 @@ constexpr bool is_mask_kind_if_it_says() {
   else
     return true;
 }
+
+/// Whether class M has a member named ignores_block, of any kind or signature: a function,
+/// overloaded or a template, or not a function at all. Naming it in a class derived from M and
+/// from one more class with such a member is ambiguous exactly when M has one (a final M is
+/// asked for one plain member function).
+struct names_ignores_block_probe {
+  void ignores_block();
+};
+template <class M>
+struct names_ignores_block_mix : M, names_ignores_block_probe {};
+template <class M>
+constexpr bool names_ignores_block() {
+  if constexpr (!std::is_class_v<M>)
+    return false;
+  else if constexpr (std::is_final_v<M>)
+    return requires { &M::ignores_block; };
+  else
+    return !requires { &names_ignores_block_mix<M>::ignores_block; };
+}
+/// M's ignores_block, where it has one, is bool ignores_block(b, h, i_begin, i_end, j_begin,
+/// j_end) const on a kind that ignores pairs.
+template <class M>
+constexpr bool ignores_block_as_documented() {
+  if constexpr (!names_ignores_block<M>())
+    return true;
+  else if constexpr (!boolean_mask_kind<M>)
+    return false;
+  else
+    return requires(const M& m, std::size_t n) {
+      { m.ignores_block(n, n, n, n, n, n) } -> std::convertible_to<bool>;
+    };
+}
 }  // namespace detail
 
 /// A mask kind: causal, ignore_keys(...), ignore_where(...), add_to_scores(...), or a class of
@@ -358,7 +390,9 @@ constexpr bool is_mask_kind_if_it_says() {
 ///                                         true only where it ignores every pair of queries
 ///                                         [i_begin, i_end) and keys [j_begin, j_end) (false
 ///                                         is always correct): the fused loop nest then skips
-///                                         the tile (a block mask, as FlexAttention's).
+///                                         the tile (a block mask, as FlexAttention's); any
+///                                         other member of that name does not compile
+///                                         (ignores_block_takes_b_h_and_two_ranges).
 /// A mask is copied into the expression: it holds views, not tensors. The evaluators call
 /// ignores, added and ignores_block from several threads at once, on a const mask.
 template <class M>
@@ -471,6 +505,11 @@ concept argument_is_a_mask = Mask<std::remove_cvref_t<M>>;
 /// A class that declares a mask_effect is meant as a mask kind: it has the members Mask lists.
 template <class M>
 concept mask_kind_has_its_members = detail::is_mask_kind_if_it_says<M>();
+/// A mask kind's ignores_block, where it has one, is bool ignores_block(b, h, i_begin, i_end,
+/// j_begin, j_end) const, and the kind ignores pairs: the fused loop nest would otherwise never
+/// call it, and the tiles it names would be computed after all.
+template <class M>
+concept ignores_block_takes_b_h_and_two_ranges = detail::ignores_block_as_documented<M>();
 /// mask(s, masks...) with no mask would be s itself: a mistake, not a no-op.
 template <std::size_t Masks>
 concept mask_takes_at_least_one_mask = Masks != 0;
@@ -491,6 +530,14 @@ constexpr bool mask_accepted() {
                     "using mask_effect = argus::ignores_pairs; and bool ignores(b, h, i, j) const, "
                     "or using mask_effect = argus::adds_to_pairs<T>; and T added(b, h, i, j) "
                     "const; and std::string name() const (argus::Mask)");
+    return false;
+  } else if constexpr (!ignores_block_takes_b_h_and_two_ranges<std::remove_cvref_t<M>>) {
+    if constexpr (Report)
+      static_assert(ignores_block_takes_b_h_and_two_ranges<std::remove_cvref_t<M>>,
+                    "ignores_block_takes_b_h_and_two_ranges: a mask kind's ignores_block is "
+                    "bool ignores_block(b, h, i_begin, i_end, j_begin, j_end) const, on a kind "
+                    "with using mask_effect = argus::ignores_pairs (an additive kind has none: "
+                    "it adds -infinity where it ignores a pair)");
     return false;
   } else if constexpr (!argument_is_a_mask<M>) {
     if constexpr (Report)
