@@ -24,6 +24,8 @@
 //   BM_core_documents_dense  the same pairs as ignore_where of a (seq, seq) bool tensor
 //   BM_core_documents_blocks the kind with ignores_block: the loop nest skips the tiles it
 //                            ignores whole
+//   BM_core_padded   a padded batch: 4 sequences of n, 3n/4, n/2, n/4 positions padded to n
+//                    (ignore_keys), n 1024, 4096; fused and unfused
 //   BM_peak_fma      the FMA peak that peak_pct divides by
 // each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
 // (halved for causal; for a window, 4·B·h·d_k times the pairs inside it).
@@ -180,6 +182,38 @@ void documents_row(benchmark::State& state, evaluator ev, const row_args& a) {
   }
 }
 
+/// One row of h 8, d_k 64: a padded batch of 4 sequences of n, 3n/4, n/2 and n/4 positions
+/// (ignore_keys: the rest of each row padding). Counted as every pair's flops, whatever the
+/// loop nest skips (the tiles of padding only), so that GFLOP/s compare times.
+void padded_row(benchmark::State& state, evaluator ev, const row_args& a) {
+  using namespace argus;
+  constexpr std::size_t B = 4, H = 8, DK = 64;
+  const std::size_t n = a.seq_q(state);
+  const int threads = a.thread_count(state);
+  bench::start_row(threads);
+  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(B, n), k(B, n), v(B, n), o(B, n);
+  bench::fill_random(q.data(), q.size(), 1, 1.0f);
+  bench::fill_random(k.data(), k.size(), 2, 1.0f);
+  bench::fill_random(v.data(), v.size(), 3, 1.0f);
+  tensor<std::uint8_t, shape<batch<>, seq<>>> padding(B, n);  // (B,SEQ_KV)
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t j = 0; j < n; ++j) padding(b, j) = j >= n * (B - b) / B ? 1 : 0;
+  const auto e = attend(softmax(mask(scores(q, k), ignore_keys(padding))), v);
+  const double flops = bench::core_flops(B, H, n, n, DK, DK, false);
+  if (ev == evaluator::fused)
+    bench::timed_loop(state, threads, flops,
+                      double(explain(e, fused).materialised_bytes_into_out()),
+                      [&] { evaluate(e, fused, o); });
+  else
+    bench::timed_loop(state, threads, flops,
+                      double(explain(e, unfused).materialised_bytes_into_out()),
+                      [&] { evaluate(e, unfused, o); });
+  if (bench::checking()) {
+    const auto reference = ev == evaluator::fused ? evaluate(e, unfused) : evaluate(e, fused);
+    bench::check_close(state, o.data(), reference.data(), o.size());
+  }
+}
+
 std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int64_t>& ns,
                                                      std::int64_t h,
                                                      std::vector<std::int64_t> extra = {}) {
@@ -228,6 +262,8 @@ const bool registered = [] {
            cross_product({1024, 4096}, 8), ours);
   add_rows("BM_core_documents_blocks", documents_row<document_form::blocks>, {"n", "h", "threads"},
            cross_product({1024, 4096}, 8), ours);
+  add_rows("BM_core_padded", padded_row, {"n", "h", "threads"}, cross_product({1024, 4096}, 8),
+           ours);
   // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
   add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
            cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8),

@@ -21,8 +21,13 @@
 // causal_offset, 0 top-left aligned, seq_kv − seq_q bottom-right, and, with a window, j > i +
 // causal_offset − causal_window) starts the key loop at the first key any row of the item may
 // see and ends it after the last, skips the tiles outside each tile's band and is tested only on
-// the tiles that cross its edges. A row whose keys are all masked has m = -inf to the end: its
-// probabilities are exactly 0, l stays 0 and its output is 0 (never NaN).
+// the tiles that cross its edges. The boolean masks skip what they ignore whole too: a key
+// tile of padding only (ignore_keys), a tile whose every pair a set of rows ignores
+// (ignore_where, a count of its bytes first; where it ignores none it is not applied), a tile
+// a kind of one's own says it ignores (ignores_block): a skipped tile would have added 0 to
+// each row's sum and accumulator and left its maximum. A row whose keys are all masked has
+// m = -inf to the end: its probabilities are exactly 0, l stays 0 and its output is 0 (never
+// NaN).
 //
 // Bad values (docs/reference/semantics.md). A NaN or +inf logit makes its row NaN: the
 // exponential passes NaN through, so l and the accumulator become NaN and stay so. A key
@@ -55,6 +60,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <type_traits>
@@ -424,12 +430,60 @@ void start_set(const attention_problem<T>& p, std::size_t b, row_set<T>& s, std:
   std::fill(s.acc, s.acc + (s.on_lanes() ? p.d_v * tile : s.rows * dvp), T(0));
 }
 
+/// Whether some of a run of n mask bytes are set (nonzero), and whether every one is.
+struct byte_cover {
+  bool any, every;
+};
+inline byte_cover bytes_cover(const std::uint8_t* x, std::size_t n) noexcept {
+  // Eight bytes a step: (w - 0x01..01) & ~w & 0x80..80 is nonzero exactly when some byte of
+  // w is 0 (at -O2 the compiler does not vectorise the byte loop; a pair mask's tile is read
+  // once per row of a set, 16 MB per head at n 4096).
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  std::uint64_t set = 0, zero = 0;
+  std::size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, x + j, sizeof w);
+    set |= w;
+    zero |= (w - ones) & ~w & highs;
+  }
+  for (; j < n; ++j) {
+    set |= x[j];
+    zero |= x[j] == 0 ? 1U : 0U;
+  }
+  return {set != 0, zero == 0};
+}
+
+/// What a boolean mask says of a tile's pairs: none ignored, some, or every one.
+enum class tile_cover { none, some, all };
+
+/// The cover of the pair mask (ignore_where, p.ignore) over the rows of set s and keys
+/// [j0, j0 + n): the loop nest skips a tile it ignores whole, as it skips one a kind of one's
+/// own ignores (ignores_block), and leaves the mask out of mask_tile where it ignores none.
+template <class T>
+tile_cover pair_mask_cover(const flash_item<T>& it, const row_set<T>& s, std::size_t j0,
+                           std::size_t n) noexcept {
+  const attention_problem<T>& p = *it.p;
+  bool some = false, every = true;
+  for (std::size_t r = 0; r < s.rows; ++r) {
+    const byte_cover row =
+        bytes_cover(p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head +
+                        s.query[r] * p.ignore_row + j0,
+                    n);
+    some = some || row.any;
+    every = every && row.every;
+    if (some && !every) return tile_cover::some;
+  }
+  return every ? tile_cover::all : some ? tile_cover::some : tile_cover::none;
+}
+
 /// Applies the masks to the score tile of set s (keys [j0, j0 + n)); false when no mask
 /// touches the tile. The causal test runs on whole registers; the [b][h][i][j] masks, whose
-/// rows run along the keys, are applied one element at a time.
+/// rows run along the keys, are applied one element at a time; the pair mask only where
+/// pairs_ignored (its cover is some: run_item skips the tiles it covers whole).
 template <class T>
 bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n,
-               bool any_key_ignored) {
+               bool any_key_ignored, bool pairs_ignored) {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
   const attention_problem<T>& p = *it.p;
@@ -470,7 +524,7 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
     for (std::size_t j = 0; j < n; ++j)
       if (ki[j] != 0) std::fill(st + j * tile, st + j * tile + s.lanes(), minus_inf);
   }
-  if (p.ignore != nullptr) {
+  if (p.ignore != nullptr && pairs_ignored) {
     masked = true;
     for (std::size_t r = 0; r < s.rows; ++r) {
       const std::uint8_t* ig = p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head +
@@ -630,9 +684,12 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
   for (std::size_t j0 = j_begin; j0 < j_end; j0 += it.k_tile) {
     const std::size_t nk = std::min(it.k_tile, j_end - j0);
     if (prefetch != nullptr) prefetch->next();
-    const bool any_key_ignored =
-        key_ignore != nullptr &&
-        std::any_of(key_ignore + j0, key_ignore + j0 + nk, [](std::uint8_t x) { return x != 0; });
+    // A tile of padded keys only (the tail of a shorter sequence, say) adds nothing to any
+    // row: skipped, as a causal mask's tiles past every row's reach are.
+    const byte_cover keys =
+        key_ignore != nullptr ? bytes_cover(key_ignore + j0, nk) : byte_cover{false, false};
+    if (keys.every) continue;
+    const bool any_key_ignored = keys.any;
     const T* vt = v_base + j0 * p.v_row;
     std::size_t v_row = p.v_row;
     // The V rows of keys some mask may ignore for some row of the item (padded keys, keys past
@@ -682,7 +739,11 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
         n = std::min(n, reach - j0);
         if (j0 + n <= causal_key_begin(p, s.min_query)) continue;  // before every row's window
       }
-      // Ignored whole by a kind of one's own: no weight of the tile is other than 0.
+      // Ignored whole by the pair mask or by a kind of one's own: no weight of the tile is
+      // other than 0.
+      const tile_cover pairs =
+          p.ignore != nullptr ? pair_mask_cover(it, s, j0, n) : tile_cover::none;
+      if (pairs == tile_cover::all) continue;
       if (p.code.ignores_tile != nullptr &&
           p.code.ignores_tile(p.code.context, it.b, s.head, s.query, s.rows, j0, n))
         continue;
@@ -690,7 +751,8 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
         score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
       else
         score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top);
-      if (mask_tile(it, s, j0, n, any_key_ignored)) tile_maximum(it.scores, n, s.lanes(), it.top);
+      if (mask_tile(it, s, j0, n, any_key_ignored, pairs == tile_cover::some))
+        tile_maximum(it.scores, n, s.lanes(), it.top);
       const bool rescale = softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
         drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);

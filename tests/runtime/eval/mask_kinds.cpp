@@ -338,6 +338,103 @@ BOOST_AUTO_TEST_CASE(a_kind_that_ignores_blocks_skips_their_tiles) {
   }
 }
 
+// ignore_keys and ignore_where as kinds of one's own (reading the same tensors), which skip
+// no tile: the loop nest computes every tile of theirs and sets the pairs they ignore to -inf.
+using padding_t = tensor<bool, shape<batch<>, seq<>>>;
+struct padded_keys {
+  using mask_effect = argus::ignores_pairs;
+  const padding_t* padding;
+  bool ignores(std::size_t b, std::size_t, std::size_t, std::size_t j) const {
+    return (*padding)(b, j);
+  }
+  std::string name() const { return "padded_keys"; }
+};
+struct pairs_and_padding {
+  using mask_effect = argus::ignores_pairs;
+  const pairs_t* pairs;
+  const padding_t* padding;
+  bool ignores(std::size_t b, std::size_t, std::size_t i, std::size_t j) const {
+    return (*pairs)(i, j) || (*padding)(b, j);
+  }
+  std::string name() const { return "pairs_and_padding"; }
+};
+
+// The built-in boolean masks skip the tiles they ignore whole as well: ignore_keys a tile of
+// padded keys only (a shorter sequence's tail), ignore_where a tile of a set of rows whose
+// every pair it ignores (other documents). The same results to the bit as the same pairs
+// ignored by a kind of one's own that skips nothing, in the loop nest and in its decode split
+// (few queries, keys in chunks over threads: a chunk of padding only).
+BOOST_AUTO_TEST_CASE(built_in_masks_skip_the_tiles_they_ignore_whole) {
+  for (const auto& d : {documents({40, 300, 7, 250}), documents({600}),
+                        documents({64, 64, 64, 64, 64, 64, 64, 64, 64, 64})}) {
+    const std::size_t n = d.size();
+    tensor<float, q_shape> q(2, n);   // (B,H,SEQ,D_K)
+    tensor<float, kv_shape> k(2, n);  // (B,G,SEQ,D_K)
+    tensor<float, kv_shape> v(2, n);  // (B,G,SEQ,D_V)
+    padding_t padding(2, n);          // (B,SEQ)
+    randomize(q), randomize(k), randomize(v);
+    // Item 0: the last two thirds padding; item 1: scattered keys and the last three.
+    for (std::size_t j = 0; j < n; ++j)
+      padding(0, j) = j >= n / 3, padding(1, j) = j % 7 == 3 || j + 3 >= n;
+    const pairs_t pairs = dense(d);
+    const auto s = scores(q, k);
+    const std::string where = "seq " + std::to_string(n);
+    for (std::size_t threads : {1u, 2u}) {
+      set_num_threads(threads);
+      const auto by_pairs = evaluate(attend(softmax(mask(s, ignore_where(pairs))), v), fused);
+      BOOST_TEST(
+          max_rel_diff(by_pairs,
+                       evaluate(attend(softmax(mask(s, user::same_document{d})), v), fused)) == 0.0,
+          where);
+      BOOST_TEST(max_rel_diff(by_pairs, evaluate_reference(attend(
+                                            softmax(mask(s, ignore_where(pairs))), v))) <= 1e-5,
+                 where);
+      const auto by_keys = evaluate(attend(softmax(mask(s, ignore_keys(padding))), v), fused);
+      BOOST_TEST(max_rel_diff(by_keys, evaluate(attend(softmax(mask(s, padded_keys{&padding})), v),
+                                                fused)) == 0.0,
+                 where);
+      BOOST_TEST(max_rel_diff(by_keys, evaluate_reference(attend(
+                                           softmax(mask(s, ignore_keys(padding))), v))) <= 1e-5,
+                 where);
+      const auto chain = evaluate(
+          attend(softmax(mask(s, causal, ignore_where(pairs), ignore_keys(padding))), v), fused);
+      BOOST_TEST(
+          max_rel_diff(
+              chain,
+              evaluate(attend(softmax(mask(s, causal, pairs_and_padding{&pairs, &padding})), v),
+                       fused)) == 0.0,
+          where << ", chained with causal");
+    }
+  }
+  // The decode split: 3 queries against 700 keys, item 0's keys padding from 200 on.
+  tensor<float, q_shape> q(2, 3);     // (B,H,SEQ_Q,D_K)
+  tensor<float, kv_shape> k(2, 700);  // (B,G,SEQ_KV,D_K)
+  tensor<float, kv_shape> v(2, 700);  // (B,G,SEQ_KV,D_V)
+  padding_t padding(2, 700);          // (B,SEQ_KV)
+  pairs_t pairs(3, 700);              // (SEQ_Q,SEQ_KV)
+  randomize(q), randomize(k), randomize(v);
+  for (std::size_t j = 0; j < 700; ++j) {
+    padding(0, j) = j >= 200, padding(1, j) = j % 11 == 0;
+    for (std::size_t i = 0; i < 3; ++i) pairs(i, j) = j < 300 || j % 3 == i;
+  }
+  const auto s = scores(q, k);
+  for (std::size_t threads : {1u, 2u}) {
+    set_num_threads(threads);
+    const auto got = evaluate(attend(softmax(mask(s, ignore_keys(padding))), v), fused);
+    BOOST_TEST(max_rel_diff(got, evaluate(attend(softmax(mask(s, padded_keys{&padding})), v),
+                                          fused)) == 0.0);
+    const auto both =
+        evaluate(attend(softmax(mask(s, ignore_where(pairs), ignore_keys(padding))), v), fused);
+    BOOST_TEST(max_rel_diff(
+                   both, evaluate(attend(softmax(mask(s, pairs_and_padding{&pairs, &padding})), v),
+                                  fused)) == 0.0);
+    BOOST_TEST(max_rel_diff(both, evaluate_reference(attend(
+                                      softmax(mask(s, ignore_where(pairs), ignore_keys(padding))),
+                                      v))) <= 1e-5);
+  }
+  set_num_threads(0);
+}
+
 BOOST_AUTO_TEST_CASE(a_kinds_run_time_checks_throw_where_mask_is_called) {
   const std::vector<int> d = documents({10, 20});
   tensor<float, q_shape> q(1, d.size() + 1);   // (B,H,SEQ,D_K): one position more
