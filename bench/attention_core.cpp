@@ -140,6 +140,24 @@ struct document_blocks : documents {
 };
 enum class document_form { kind, dense, blocks };
 
+/// Times e under ev (fused or unfused) into o, and checks o against the other evaluator.
+template <class E, class O>
+void time_ours(benchmark::State& state, evaluator ev, int threads, double flops, const E& e, O& o) {
+  using argus::evaluate, argus::explain, argus::fused, argus::unfused;
+  if (ev == evaluator::fused)
+    argus::bench::timed_loop(state, threads, flops,
+                             double(explain(e, fused).materialised_bytes_into_out()),
+                             [&] { evaluate(e, fused, o); });
+  else
+    argus::bench::timed_loop(state, threads, flops,
+                             double(explain(e, unfused).materialised_bytes_into_out()),
+                             [&] { evaluate(e, unfused, o); });
+  if (argus::bench::checking()) {
+    const auto reference = ev == evaluator::fused ? evaluate(e, unfused) : evaluate(e, fused);
+    argus::bench::check_close(state, o.data(), reference.data(), o.size());
+  }
+}
+
 /// One row of h 8, d_k 64 with documents of 256 positions: the kind itself, the same pairs as
 /// ignore_where of a bool tensor, or the kind with ignores_block. Counted as every pair's
 /// flops, whatever the loop nest skips (so GFLOP/s compare times).
@@ -168,18 +186,7 @@ void documents_row(benchmark::State& state, evaluator ev, const row_args& a) {
       return attend(softmax(mask(scores(q, k), documents{&document})), v);
   }();
   const double flops = bench::core_flops(1, H, n, n, DK, DK, false);
-  if (ev == evaluator::fused)
-    bench::timed_loop(state, threads, flops,
-                      double(explain(e, fused).materialised_bytes_into_out()),
-                      [&] { evaluate(e, fused, o); });
-  else
-    bench::timed_loop(state, threads, flops,
-                      double(explain(e, unfused).materialised_bytes_into_out()),
-                      [&] { evaluate(e, unfused, o); });
-  if (bench::checking()) {
-    const auto reference = ev == evaluator::fused ? evaluate(e, unfused) : evaluate(e, fused);
-    bench::check_close(state, o.data(), reference.data(), o.size());
-  }
+  time_ours(state, ev, threads, flops, e, o);
 }
 
 /// One row of h 8, d_k 64: a padded batch of 4 sequences of n, 3n/4, n/2 and n/4 positions
@@ -200,18 +207,7 @@ void padded_row(benchmark::State& state, evaluator ev, const row_args& a) {
     for (std::size_t j = 0; j < n; ++j) padding(b, j) = j >= n * (B - b) / B ? 1 : 0;
   const auto e = attend(softmax(mask(scores(q, k), ignore_keys(padding))), v);
   const double flops = bench::core_flops(B, H, n, n, DK, DK, false);
-  if (ev == evaluator::fused)
-    bench::timed_loop(state, threads, flops,
-                      double(explain(e, fused).materialised_bytes_into_out()),
-                      [&] { evaluate(e, fused, o); });
-  else
-    bench::timed_loop(state, threads, flops,
-                      double(explain(e, unfused).materialised_bytes_into_out()),
-                      [&] { evaluate(e, unfused, o); });
-  if (bench::checking()) {
-    const auto reference = ev == evaluator::fused ? evaluate(e, unfused) : evaluate(e, fused);
-    bench::check_close(state, o.data(), reference.data(), o.size());
-  }
+  time_ours(state, ev, threads, flops, e, o);
 }
 
 std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int64_t>& ns,
