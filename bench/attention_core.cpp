@@ -46,6 +46,14 @@ using argus::bench::evaluator;
 using argus::bench::row_args;
 namespace peer = argus::bench::eigen_peer;
 
+/// The same values in q, k and v in every row (seeds 1, 2, 3; uniform in [-1, 1]).
+template <class Q, class K, class V>
+void fill_operands(Q& q, K& k, V& v) {
+  argus::bench::fill_random(q.data(), q.size(), 1, 1.0f);
+  argus::bench::fill_random(k.data(), k.size(), 2, 1.0f);
+  argus::bench::fill_random(v.data(), v.size(), 3, 1.0f);
+}
+
 /// One row: H query heads over G key/value heads of width DK; Causal: the causal mask, with a
 /// sliding window of Window keys where Window is not 0.
 template <std::size_t H, std::size_t G, std::size_t DK, bool Causal, std::size_t Window = 0>
@@ -58,9 +66,7 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
   tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> k(1, skv);  // (B,G,SEQ_KV,D_K)
   tensor<float, shape<batch<>, head<G>, seq<>, head_dim<DK>>> v(1, skv);  // (B,G,SEQ_KV,D_K)
   tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> o(1, sq);   // (B,H,SEQ_Q,D_K)
-  bench::fill_random(q.data(), q.size(), 1, 1.0f);
-  bench::fill_random(k.data(), k.size(), 2, 1.0f);
-  bench::fill_random(v.data(), v.size(), 3, 1.0f);
+  fill_operands(q, k, v);
   const auto e = [&] {
     if constexpr (Window != 0)
       return attend(softmax(mask(scores(q, k), sliding_window(Window))), v);
@@ -169,9 +175,7 @@ void documents_row(benchmark::State& state, evaluator ev, const row_args& a) {
   const int threads = a.thread_count(state);
   bench::start_row(threads);
   tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(1, n), k(1, n), v(1, n), o(1, n);
-  bench::fill_random(q.data(), q.size(), 1, 1.0f);
-  bench::fill_random(k.data(), k.size(), 2, 1.0f);
-  bench::fill_random(v.data(), v.size(), 3, 1.0f);
+  fill_operands(q, k, v);
   std::vector<int> document(n);
   for (std::size_t i = 0; i < n; ++i) document[i] = static_cast<int>(i / length);
   tensor<bool, shape<seq<>, seq<>>> pairs(n, n);  // (SEQ_Q,SEQ_KV)
@@ -199,9 +203,7 @@ void padded_row(benchmark::State& state, evaluator ev, const row_args& a) {
   const int threads = a.thread_count(state);
   bench::start_row(threads);
   tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(B, n), k(B, n), v(B, n), o(B, n);
-  bench::fill_random(q.data(), q.size(), 1, 1.0f);
-  bench::fill_random(k.data(), k.size(), 2, 1.0f);
-  bench::fill_random(v.data(), v.size(), 3, 1.0f);
+  fill_operands(q, k, v);
   tensor<std::uint8_t, shape<batch<>, seq<>>> padding(B, n);  // (B,SEQ_KV)
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t j = 0; j < n; ++j) padding(b, j) = j >= n * (B - b) / B ? 1 : 0;
