@@ -76,12 +76,6 @@ void apply_code_mask(const void* context, std::size_t b, const std::size_t* head
   }
 }
 
-/// Whether M says of blocks of pairs that it ignores them whole (Mask's ignores_block).
-template <class M>
-concept ignores_blocks = boolean_mask_kind<M> && requires(const M& m, std::size_t n) {
-  { m.ignores_block(n, n, n, n, n, n) } -> std::convertible_to<bool>;
-};
-
 /// kernel::code_mask's ignores_tile for a kind M with ignores_block: the rows in runs of one
 /// head and consecutive queries, each run one block.
 template <class M>

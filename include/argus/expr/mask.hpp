@@ -356,18 +356,17 @@ constexpr bool names_ignores_block() {
   else
     return !requires { &names_ignores_block_mix<M>::ignores_block; };
 }
-/// M's ignores_block, where it has one, is bool ignores_block(b, h, i_begin, i_end, j_begin,
-/// j_end) const on a kind that ignores pairs.
+/// Whether M says of blocks of pairs that it ignores them whole: bool ignores_block(b, h,
+/// i_begin, i_end, j_begin, j_end) const on a kind that ignores pairs (the fused loop nest
+/// then skips them).
+template <class M>
+concept ignores_blocks = boolean_mask_kind<M> && requires(const M& m, std::size_t n) {
+  { m.ignores_block(n, n, n, n, n, n) } -> std::convertible_to<bool>;
+};
+/// M's ignores_block, where it has one, is the one ignores_blocks asks for.
 template <class M>
 constexpr bool ignores_block_as_documented() {
-  if constexpr (!names_ignores_block<M>())
-    return true;
-  else if constexpr (!boolean_mask_kind<M>)
-    return false;
-  else
-    return requires(const M& m, std::size_t n) {
-      { m.ignores_block(n, n, n, n, n, n) } -> std::convertible_to<bool>;
-    };
+  return !names_ignores_block<M>() || ignores_blocks<M>;
 }
 }  // namespace detail
 
