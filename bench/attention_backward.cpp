@@ -9,8 +9,11 @@
 //   eigen     the same steps written with Eigen 3.4 (eigen_attention_backward.hpp)
 // Rows: BM_backward n 512 ... 4096 (h 8), BM_backward_causal n 1024 and 4096, threads 1 and 2;
 // BM_backward_padded n 1024 and 4096, 1 thread, fused and unfused: the last eighth of the keys
-// padded (kernel::attention_problem::key_ignore), flops counted as without the mask (every
-// product is still formed).
+// padded (kernel::attention_problem::key_ignore); BM_backward_padded_batch: a batch of 4
+// sequences of n, 3n/4, n/2 and n/4 positions padded to n; BM_backward_documents: packed
+// documents of 256 positions (an (n, n) pair mask, attention_problem::ignore). Their flops are
+// counted as without the masks, whatever the fused backward skips (key tiles of padding only,
+// tiles of pairs across documents only), so that GFLOP/s compare times.
 // Dropout on the attention weights (kernel/dropout.hpp), rate 0 and 0.1 side by side, n 1024
 // and 4096 on 1 thread: BM_dropout_forward times the forward (flash_attention or
 // attention_unfused), BM_dropout_backward the backward of a forward with that rate (flops as
@@ -53,19 +56,24 @@ using argus::bench::row_args;
 
 enum class pass { forward, backward, both };
 
-/// DropoutArg: the row's fourth argument is the dropout rate in percent. Padded: the last
-/// eighth of the keys are padding.
-template <bool Causal, pass Timed = pass::backward, bool DropoutArg = false, bool Padded = false>
+/// The masks of a row besides Causal: none; the last eighth of the keys padding (tail); a
+/// padded batch of 4 sequences of n, 3n/4, n/2 and n/4 positions (batch); packed documents
+/// of 256 positions, an (n, n) pair mask (documents).
+enum class masks { none, tail, batch, documents };
+
+/// DropoutArg: the row's fourth argument is the dropout rate in percent.
+template <bool Causal, pass Timed = pass::backward, bool DropoutArg = false,
+          masks Masks = masks::none>
 void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   using namespace argus;
-  constexpr std::size_t d = 64;
+  constexpr std::size_t d = 64, batch = Masks == masks::batch ? 4 : 1;
   const std::size_t h = std::size_t(state.range(1));
   const std::size_t n = a.seq_q(state);
   const int threads = a.thread_count(state);
   bench::start_row(threads);
-  const std::size_t elems = h * n * d;
+  const std::size_t item = h * n * d, elems = batch * item;
   std::vector<float> q(elems), k(elems), v(elems), o(elems), d_o(elems),
-      lse(h * n);  // (H,N,D) each
+      lse(batch * h * n);  // (B,H,N,D) each
   std::vector<float> dq(elems), dk(elems), dv(elems);
   bench::fill_random(q.data(), elems, 1, 1.0f);
   bench::fill_random(k.data(), elems, 2, 1.0f);
@@ -73,23 +81,33 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   bench::fill_random(d_o.data(), elems, 4, 1.0f);
   kernel::attention_backward_problem<float> bp;
   kernel::attention_problem<float>& p = bp.f;
-  p.batch = 1, p.heads = h, p.kv_heads = h, p.seq_q = n, p.seq_kv = n, p.d_k = d, p.d_v = d;
-  p.q = q.data(), p.q_batch = elems, p.q_head = n * d, p.q_row = d;
-  p.k = k.data(), p.k_batch = elems, p.k_head = n * d, p.k_row = d;
-  p.v = v.data(), p.v_batch = elems, p.v_head = n * d, p.v_row = d;
-  p.o = o.data(), p.o_batch = elems, p.o_head = n * d, p.o_row = d;
+  p.batch = batch, p.heads = h, p.kv_heads = h, p.seq_q = n, p.seq_kv = n, p.d_k = d, p.d_v = d;
+  p.q = q.data(), p.q_batch = item, p.q_head = n * d, p.q_row = d;
+  p.k = k.data(), p.k_batch = item, p.k_head = n * d, p.k_row = d;
+  p.v = v.data(), p.v_batch = item, p.v_head = n * d, p.v_row = d;
+  p.o = o.data(), p.o_batch = item, p.o_head = n * d, p.o_row = d;
   p.scale = 1.0f / std::sqrt(float(d));
   p.causal = Causal;
   p.lse = lse.data(), p.lse_batch = h * n, p.lse_head = n;
-  std::vector<std::uint8_t> padding(n, 0);  // (N): 1 for a padded key
-  if constexpr (Padded) {
+  std::vector<std::uint8_t> padding(batch * n, 0);  // (B,N): 1 for a padded key
+  std::vector<std::uint8_t> pairs;                  // (N,N): 1 for a pair across documents
+  if constexpr (Masks == masks::tail)
     std::fill(padding.end() - std::ptrdiff_t(n / 8), padding.end(), std::uint8_t(1));
+  if constexpr (Masks == masks::batch)
+    for (std::size_t b = 0; b < batch; ++b)
+      for (std::size_t j = 0; j < n; ++j) padding[b * n + j] = j >= n * (batch - b) / batch;
+  if constexpr (Masks == masks::tail || Masks == masks::batch)
     p.key_ignore = padding.data(), p.key_ignore_batch = n;
+  if constexpr (Masks == masks::documents) {
+    pairs.resize(n * n);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) pairs[i * n + j] = i / 256 != j / 256;
+    p.ignore = pairs.data(), p.ignore_row = n;
   }
   if (DropoutArg && state.range(3) > 0)
     p.dropout_rate = float(state.range(3)) / 100.0f, p.dropout_seed = 99;
   if constexpr (Timed == pass::forward) {
-    const double fwd = bench::core_flops(1, h, n, n, d, d, Causal);
+    const double fwd = bench::core_flops(batch, h, n, n, d, d, Causal);
     if (ev == evaluator::fused)
       bench::timed_loop(state, threads, fwd, double(kernel::flash_attention_scratch_bytes(p)),
                         [&] { kernel::flash_attention(p); });
@@ -102,21 +120,21 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
   bp.d_v = dv.data();
   // The Eigen peer on the same (H,N,D) buffers (head stride n · d).
   namespace ep = bench::eigen_peer;
-  const ep::core_dims dims{1, h, h, n, n, d, d};
+  const ep::core_dims dims{batch, h, h, n, n, d, d};
   const std::size_t hs = n * d;
   auto eigen_backward = [&] {
-    ep::backward(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d}, {v.data(), elems, hs, d},
-                 {d_o.data(), elems, hs, d}, {dq.data(), elems, hs, d}, {dk.data(), elems, hs, d},
-                 {dv.data(), elems, hs, d}, p.scale, Causal, threads);
+    ep::backward(dims, {q.data(), item, hs, d}, {k.data(), item, hs, d}, {v.data(), item, hs, d},
+                 {d_o.data(), item, hs, d}, {dq.data(), item, hs, d}, {dk.data(), item, hs, d},
+                 {dv.data(), item, hs, d}, p.scale, Causal, threads);
   };
   if constexpr (Timed == pass::both) {
-    const double both = 3.5 * bench::core_flops(1, h, n, n, d, d, Causal);
+    const double both = 3.5 * bench::core_flops(batch, h, n, n, d, d, Causal);
     if (ev == evaluator::eigen) {
       bench::timed_loop(
           state, threads, both,
           double(ep::backward_bytes(dims, threads) + ep::core_bytes(dims, threads)), [&] {
-            ep::core(dims, {q.data(), elems, hs, d}, {k.data(), elems, hs, d},
-                     {v.data(), elems, hs, d}, {o.data(), elems, hs, d}, p.scale, Causal, threads);
+            ep::core(dims, {q.data(), item, hs, d}, {k.data(), item, hs, d},
+                     {v.data(), item, hs, d}, {o.data(), item, hs, d}, p.scale, Causal, threads);
             eigen_backward();
           });
     } else if (ev == evaluator::fused) {
@@ -136,7 +154,7 @@ void backward_row(benchmark::State& state, evaluator ev, const row_args& a) {
     return;
   }
   kernel::flash_attention(p);
-  const double flops = 2.5 * bench::core_flops(1, h, n, n, d, d, Causal);
+  const double flops = 2.5 * bench::core_flops(batch, h, n, n, d, d, Causal);
   if (ev == evaluator::eigen) {
     bench::timed_loop(state, threads, flops, double(ep::backward_bytes(dims, threads)),
                       eigen_backward);
@@ -270,7 +288,11 @@ const bool registered = [] {
            {evaluator::fused});
   add_rows("BM_backward_causal", backward_row<true>, {"n", "h", "threads"}, rows({1024, 4096}),
            evs);
-  add_rows("BM_backward_padded", backward_row<false, pass::backward, false, true>,
+  add_rows("BM_backward_padded", backward_row<false, pass::backward, false, masks::tail>,
+           {"n", "h", "threads"}, {{1024, 8, 1}, {4096, 8, 1}}, argus_only);
+  add_rows("BM_backward_padded_batch", backward_row<false, pass::backward, false, masks::batch>,
+           {"n", "h", "threads"}, {{1024, 8, 1}, {4096, 8, 1}}, argus_only);
+  add_rows("BM_backward_documents", backward_row<false, pass::backward, false, masks::documents>,
            {"n", "h", "threads"}, {{1024, 8, 1}, {4096, 8, 1}}, argus_only);
   add_rows("BM_forward_backward", backward_row<false, pass::both>, {"n", "h", "threads"},
            {{1024, 8, 1}, {4096, 8, 1}}, evs);

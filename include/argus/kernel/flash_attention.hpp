@@ -457,6 +457,19 @@ inline byte_cover bytes_cover(const std::uint8_t* x, std::size_t n) noexcept {
 /// What a boolean mask says of a tile's pairs: none ignored, some, or every one.
 enum class tile_cover { none, some, all };
 
+/// The cover of `rows` runs of n mask bytes, row(r) the first byte of run r.
+template <class Row>
+tile_cover rows_cover(std::size_t rows, std::size_t n, Row row) noexcept {
+  bool some = false, every = true;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const byte_cover c = bytes_cover(row(r), n);
+    some = some || c.any;
+    every = every && c.every;
+    if (some && !every) return tile_cover::some;
+  }
+  return every ? tile_cover::all : some ? tile_cover::some : tile_cover::none;
+}
+
 /// The cover of the pair mask (ignore_where, p.ignore) over the rows of set s and keys
 /// [j0, j0 + n): the loop nest skips a tile it ignores whole, as it skips one a kind of one's
 /// own ignores (ignores_block), and leaves the mask out of mask_tile where it ignores none.
@@ -464,17 +477,10 @@ template <class T>
 tile_cover pair_mask_cover(const flash_item<T>& it, const row_set<T>& s, std::size_t j0,
                            std::size_t n) noexcept {
   const attention_problem<T>& p = *it.p;
-  bool some = false, every = true;
-  for (std::size_t r = 0; r < s.rows; ++r) {
-    const byte_cover row =
-        bytes_cover(p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head +
-                        s.query[r] * p.ignore_row + j0,
-                    n);
-    some = some || row.any;
-    every = every && row.every;
-    if (some && !every) return tile_cover::some;
-  }
-  return every ? tile_cover::all : some ? tile_cover::some : tile_cover::none;
+  return rows_cover(s.rows, n, [&](std::size_t r) {
+    return p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head +
+           s.query[r] * p.ignore_row + j0;
+  });
 }
 
 /// Applies the masks to the score tile of set s (keys [j0, j0 + n)); false when no mask

@@ -47,6 +47,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 #include <vector>
@@ -365,6 +366,12 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   T* dv = bp.d_v + b * p.v_batch + g * p.v_head + j0 * p.v_row;
   zero_rows(dk, nk, p.d_k, p.k_row);
   zero_rows(dv, nk, p.d_v, p.v_row);
+  // A tile of padded keys only (the tail of a shorter sequence) takes part in no pair: its dK
+  // and dV rows stay 0 and it adds nothing to dQ, as the forward skips it (run_item).
+  const byte_cover keys = p.key_ignore != nullptr
+                              ? bytes_cover(p.key_ignore + b * p.key_ignore_batch + j0, nk)
+                              : byte_cover{false, false};
+  if (keys.every) return;
   // The key tile's operands, packed once for every query tile of every head of the group.
   T* const k_t = tiles.panels(backward_panel_elements(p, nk));  // K_jᵀ: B of S
   T* const v_t = k_t + packed_b_elements<T>(p.d_k, nk);         // V_jᵀ: B of dP̃
@@ -390,10 +397,12 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
   const std::size_t i_stop =
       p.causal ? std::min(p.seq_q, causal_query_end(p, j0 + nk - 1)) : p.seq_q;
   // Slivers no mask touches take the fused S/P and dP/dS register tiles (the masks other than
-  // causal and dropout apply per element; the causal mask only to slivers that cross the
-  // diagonal; wide heads do not fit a packed sliver).
+  // causal and dropout apply per element: the padding only to key tiles with a padded key,
+  // the pair mask only to tiles whose pairs it ignores in part; the causal mask only to
+  // slivers that cross the diagonal; wide heads do not fit a packed sliver).
   const bool narrow = p.d_k <= ld && p.d_v <= ld;
-  const bool fusable = !p.element_masks() && !drop.active() && narrow;
+  const bool fusable = !drop.active() && narrow;
+  const bool always_touched = keys.any || p.additive != nullptr || p.code.apply != nullptr;
   for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
     const T* lse = bp.lse + (b * p.heads + h) * p.seq_q;
     const T* dd = row_dots + (b * p.heads + h) * p.seq_q;
@@ -416,6 +425,18 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       // dK), and so do keys past the reach of a sliver's last query for that sliver's rows.
       const std::size_t nk_tile = visible_keys(p, i0 + nq, j0, nk);
       if (nk_tile == 0) continue;
+      // The pair mask over the tile: ignored whole, it adds nothing to dQ, dK or dV (skipped,
+      // as the forward skips it); ignoring none, it leaves the tile to the fused slivers.
+      const std::uint8_t* pair_rows =
+          p.ignore != nullptr
+              ? p.ignore + b * p.ignore_batch + h * p.ignore_head + i0 * p.ignore_row + j0
+              : nullptr;
+      const tile_cover pairs =
+          pair_rows != nullptr
+              ? rows_cover(nq, nk_tile, [&](std::size_t r) { return pair_rows + r * p.ignore_row; })
+              : tile_cover::none;
+      if (pairs == tile_cover::all) continue;
+      const bool touched = always_touched || pairs == tile_cover::some;
       T* pp = tiles.p();
       T* ds = tiles.ds();
       T* keep = drop.active() ? tiles.keep() : nullptr;
@@ -447,7 +468,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
           pack_a_sliver(rows, p.d_v, do_s, o_ld, tiles.do_sliver());
           q_s = tiles.q_sliver(), do_s = tiles.do_sliver(), q_ld = o_ld = ld;
         }
-        if (fusable && fused_sliver != nullptr && !crosses && ns > 0 &&
+        if (fusable && !touched && fused_sliver != nullptr && !crosses && ns > 0 &&
             std::none_of(lse + i0 + r0, lse + i0 + r0 + rows,
                          [](T l) { return l == -std::numeric_limits<T>::infinity(); })) {
           fused_sliver(ns, p.d_k, p.d_v, p.scale, q_s, k_t, do_s, v_t, lse + i0 + r0, dd + i0 + r0,
@@ -461,7 +482,7 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
             for (std::size_t r = 0; r < rows; ++r)
               drop.factors(b, h, i0 + r0 + r, j0, ns, keeps + r * ld);
           tile_score_gradient(rows, ns, ps, dss, ld, dd + i0 + r0, keeps);  // dS
-          if (crosses || p.element_masks()) {
+          if (crosses || touched) {
             // A pair a mask ignores has P = 0, but dS = 0 · (dP − D) is NaN where V, dO or D
             // is not (and P itself where the row's lse is NaN): such pairs bring nothing.
             if (!tile_all_finite(dss, rows, ns, ld))

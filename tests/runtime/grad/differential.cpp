@@ -1,13 +1,14 @@
 // Differential test of training: forward_for_training and backward, fused and unfused, on
 // random attention problems -- run-time lengths 1..400 (across the fused backward's 64-query
 // and 256-key tiles), batch 1..2, the head configurations below (grouped-query, d_k != d_v,
-// the d = 128 fast path; float), three mask chains at random densities (fully masked rows
-// and items included), dropout in a third of the cases, and values drawn normal, with large
-// logits, with exact ties, denormal, and with NaN/Inf placed in Q, K, V, dO and the rows of
-// padded keys -- against the rules of docs/reference/semantics.md (1-9) computed in double.
-// The output, dQ, dK and dV must agree with the rules on which elements are finite and,
-// where they are, lie within 4 times a per-element bound that follows the arithmetic of the
-// value type (tests/support/grad_agreement.hpp, docs/reliability.md). The fuzzer
+// the d = 128 fast path; float), three mask chains at random densities or in the patterns
+// of padded batches and packed documents (fully masked rows and items included), dropout in
+// a third of the cases, and values drawn normal, with large logits, with exact ties,
+// denormal, and with NaN/Inf placed in Q, K, V, dO and the rows of padded keys -- against
+// the rules of docs/reference/semantics.md (1-9) computed in double. The output, dQ, dK and
+// dV must agree with the rules on which elements are finite and, where they are, lie within
+// 4 times a per-element bound that follows the arithmetic of the value type
+// (tests/support/grad_agreement.hpp, docs/reliability.md). The fuzzer
 // tests/fuzz/gradient_fuzzer.cpp holds the same calls to the same rules on fuzzed inputs;
 // this test reaches realistic widths and lengths with ordinary values, where the bound is
 // tight (about 1e-5 relative in float), so that it catches a loss of precision too.
@@ -37,6 +38,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 using namespace argus;
 
@@ -118,11 +120,24 @@ void run_case(std::mt19937_64& g, case_report& rep) {
     for (auto& x : dout)
       if (chance(0.3)) x = T(x * tiny * 1e-2);
   }
-  const double pad_density = std::array{0.0, 0.1, 0.5}[uniform(0, 2)];
-  for (auto& x : pad) x = chance(pad_density) ? 1 : 0;
+  // Padding at a random density or, as in a padded batch, past each item's length; pairs at
+  // a random density or, as in packed documents, across documents (64 positions long on
+  // average): whole tiles of either, which the fused passes skip, and tiles either ignores
+  // none of.
+  const std::size_t pad_form = uniform(0, 3), pair_form = uniform(0, 3);
+  const double pad_densities[] = {0.0, 0.1, 0.5}, pair_densities[] = {0.0, 0.2, 0.9};
+  for (std::size_t bb = 0; bb < b; ++bb) {
+    const std::size_t length = uniform(0, skv);
+    for (std::size_t j = 0; j < skv; ++j)
+      pad(bb, j) = (pad_form == 3 ? j >= length : chance(pad_densities[pad_form])) ? 1 : 0;
+  }
   if (chance(0.1)) std::fill_n(pad.data(), skv, std::uint8_t(1));  // item 0 fully padded
-  const double pair_density = std::array{0.0, 0.2, 0.9}[uniform(0, 2)];
-  for (auto& x : pairs) x = chance(pair_density);
+  std::vector<std::size_t> document(std::max(sq, skv));
+  for (std::size_t x = 1; x < document.size(); ++x)
+    document[x] = document[x - 1] + (chance(1.0 / 64) ? 1 : 0);
+  for (std::size_t i = 0; i < sq; ++i)
+    for (std::size_t j = 0; j < skv; ++j)
+      pairs(i, j) = pair_form == 3 ? document[i] != document[j] : chance(pair_densities[pair_form]);
   for (auto& x : add) x = chance(0.05) ? -std::numeric_limits<T>::infinity() : T(normal(g));
 
   // Bad values in a third of the cases: NaN/Inf anywhere in Q, K, V or dO, and, under
@@ -157,6 +172,14 @@ void run_case(std::mt19937_64& g, case_report& rep) {
               v(bb, gg, j, uniform(0, C::d_v - 1)) = bad[uniform(0, 2)];
             }
   }
+  if (form >= 1)
+    rep.text << ", padding "
+             << (pad_form == 3 ? "past each length"
+                               : "density " + std::to_string(pad_densities[pad_form]));
+  if (form == 2)
+    rep.text << ", pairs "
+             << (pair_form == 3 ? "across documents"
+                                : "density " + std::to_string(pair_densities[pair_form]));
   rep.text << ", " << placed << " bad values placed";
 
   test::core_masks<T> used;
@@ -220,4 +243,71 @@ BOOST_AUTO_TEST_CASE(training_agrees_with_the_rules_on_random_problems) {
   const auto ran = test::run_seeds("ARGUS_GRAD_DIFF_SEED", "ARGUS_GRAD_DIFF_CASES", 60, run_seed);
   BOOST_TEST_MESSAGE(ran.first << " gradient differential cases, " << ran.second << " failed");
   BOOST_TEST(ran.second == 0u);
+}
+
+// Whole tiles that the padding or the pair mask ignores, which the fused passes skip, beside
+// tiles they ignore in part and tiles they ignore none of (which the fused backward gives to
+// its unmasked slivers): a padded batch (item 1 keeps 180 of 600 keys: its last two key tiles
+// of 256 are padding only) and three packed documents, [0, 320), [320, 450), [450, 600) (the
+// queries, all in the first, ignore the last key tile whole and none of the first), with NaN
+// in the K and V rows of ignored keys; grouped-query, on 1, 2 and 3 threads (the backward's
+// two ways of sharing work), with and without a causal mask.
+BOOST_AUTO_TEST_CASE(whole_tiles_of_padding_or_across_documents_add_nothing) {
+  using T = float;
+  constexpr std::size_t H = 4, G = 2, D = 32, B = 2, SQ = 300, SKV = 600;
+  tensor<T, shape<batch<>, head<H>, seq<>, head_dim<D>>> q(B, SQ), dout(B, SQ);
+  tensor<T, shape<batch<>, head<G>, seq<>, head_dim<D>>> k(B, SKV), v(B, SKV);
+  std::mt19937_64 g(5);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (auto* t : {q.data(), dout.data()})
+    for (std::size_t x = 0; x < q.size(); ++x) t[x] = T(normal(g));
+  for (auto* t : {k.data(), v.data()})
+    for (std::size_t x = 0; x < k.size(); ++x) t[x] = T(normal(g));
+  tensor<std::uint8_t, shape<batch<>, seq<>>> pad(B, SKV);  // (B,SEQ_KV)
+  tensor<bool, shape<seq<>, seq<>>> pairs(SQ, SKV);         // (SEQ_Q,SEQ_KV)
+  auto document = [](std::size_t x) { return x < 320 ? 0 : x < 450 ? 1 : 2; };
+  for (std::size_t j = 0; j < SKV; ++j) {
+    pad(0, j) = 0, pad(1, j) = j >= 180 ? 1 : 0;
+    for (std::size_t i = 0; i < SQ; ++i) pairs(i, j) = document(i) != document(j);
+  }
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (std::size_t gg = 0; gg < G; ++gg) {
+    k(1, gg, 400, 3) = nan, v(1, gg, 520, 0) = nan;  // padded keys of item 1
+    k(0, gg, 550, 1) = nan, v(0, gg, 599, 2) = nan;  // keys of the third document
+  }
+  for (bool diagonal : {false, true}) {
+    test::core_masks<T> used;
+    used.causal = diagonal, used.causal_offset = std::ptrdiff_t(SKV - SQ);  // lower right
+    used.pad = pad.data(), used.pairs = pairs.data();
+    const test::core_gradients<T> want(B, H, G, SQ, SKV, D, D, q.data(), k.data(), v.data(),
+                                       dout.data(), used, 0.0, 0);
+    const auto s = scores(q, k);
+    auto check = [&](const auto& e, auto policy, std::size_t threads) {
+      set_num_threads(threads);
+      auto tape = forward_for_training(e, policy);
+      const auto grads = backward(tape, dout, policy);
+      set_num_threads(0);
+      for (const std::string& d : {test::bounded_disagreement("out", tape.output(), want.out),
+                                   test::bounded_disagreement("dq", grads.q, want.dq),
+                                   test::bounded_disagreement("dk", grads.k, want.dk),
+                                   test::bounded_disagreement("dv", grads.v, want.dv)}) {
+        BOOST_TEST_INFO(decltype(policy)::name << ", causal " << diagonal << ", " << threads
+                                               << " threads");
+        BOOST_TEST(d.empty(), d);
+      }
+    };
+    for (std::size_t threads : {1, 2, 3}) {
+      if (diagonal) {
+        const auto e = attend(
+            softmax(mask(s, causal_lower_right(SQ, SKV), ignore_keys(pad), ignore_where(pairs))),
+            v);
+        check(e, fused, threads);
+        if (threads == 1) check(e, unfused, threads);
+      } else {
+        const auto e = attend(softmax(mask(s, ignore_keys(pad), ignore_where(pairs))), v);
+        check(e, fused, threads);
+        if (threads == 1) check(e, unfused, threads);
+      }
+    }
+  }
 }
