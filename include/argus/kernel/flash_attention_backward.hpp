@@ -350,13 +350,16 @@ inline void prefetch_rows(const T* a, std::size_t rows, std::size_t cols,
 
 /// One item: keys [j0, j0 + nk) of K/V head g in batch item b, every query head of the group.
 /// dq: where this task accumulates dQ (base of the batch item's head 0), with row/head strides.
+/// pair_summary: the call's summary of the pair mask.
 template <class T>
-void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, std::size_t b,
-                   std::size_t g, std::size_t j0, std::size_t nk, T* dq_batch_base,
-                   std::size_t dq_head, std::size_t dq_row) {
+void backward_item(const attention_backward_problem<T>& bp, const T* row_dots,
+                   const pair_mask_summary& pair_summary, std::size_t b, std::size_t g,
+                   std::size_t j0, std::size_t nk, T* dq_batch_base, std::size_t dq_head,
+                   std::size_t dq_row) {
   const attention_problem<T>& p = bp.f;
   constexpr std::size_t bq = flash_backward_tiles::q_tile;
   constexpr std::size_t ld = backward_tiles<T>::ld, mr = gemm_tile<T>::mr;
+  static_assert(bq % pair_mask_summary::block == 0, "a query tile is whole blocks of the summary");
   const std::size_t group = p.heads / p.kv_heads;
   backward_tiles<T>& tiles = thread_backward_tiles<T>();
   const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
@@ -427,14 +430,15 @@ void backward_item(const attention_backward_problem<T>& bp, const T* row_dots, s
       if (nk_tile == 0) continue;
       // The pair mask over the tile: ignored whole, it adds nothing to dQ, dK or dV (skipped,
       // as the forward skips it); ignoring none, it leaves the tile to the fused slivers.
-      const std::uint8_t* pair_rows =
-          p.ignore != nullptr
-              ? p.ignore + b * p.ignore_batch + h * p.ignore_head + i0 * p.ignore_row + j0
-              : nullptr;
-      const tile_cover pairs =
-          pair_rows != nullptr
-              ? rows_cover(nq, nk_tile, [&](std::size_t r) { return pair_rows + r * p.ignore_row; })
-              : tile_cover::none;
+      // From the call's summary where it holds the mask (a query tile is whole blocks of it).
+      tile_cover pairs = tile_cover::none;
+      if (pair_summary.holds() && pair_summary.whole_blocks(i0, i0 + nq)) {
+        pairs = pair_summary.cover(i0, i0 + nq, j0, nk_tile);
+      } else if (p.ignore != nullptr) {
+        const std::uint8_t* rows =
+            p.ignore + b * p.ignore_batch + h * p.ignore_head + i0 * p.ignore_row + j0;
+        pairs = rows_cover(nq, nk_tile, [&](std::size_t r) { return rows + r * p.ignore_row; });
+      }
       if (pairs == tile_cover::all) continue;
       const bool touched = always_touched || pairs == tile_cover::some;
       T* pp = tiles.p();
@@ -537,7 +541,8 @@ inline bool backward_by_pairs(std::size_t pairs, std::size_t threads) noexcept {
 
 /// Bytes flash_attention_backward(bp) allocates beyond its outputs with `threads` threads:
 /// D, the partial dQ of tasks 1 .. T − 1 (none when each (batch item, K/V head) pair is a
-/// task), and the per-thread tiles (kept for reuse; a thread that runs no item makes none),
+/// task), the summary of a pair mask shared by every batch item and head (a byte per query
+/// tile and key), and the per-thread tiles (kept for reuse; a thread that runs no item makes none),
 /// with gemm's packing buffers where a head is wider than gemm_tile::kc. Exact for the first
 /// call on one thread (tests/runtime/kernel/backward_memory.cpp).
 template <class T>
@@ -557,7 +562,8 @@ std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& 
       detail::backward_tiles<T>::elements +
       detail::backward_panel_elements(p, std::min(bk, p.seq_kv)) +
       (wide ? detail::gemm_buffers<T>::a_size + detail::gemm_buffers<T>::b_size : 0);
-  return (rows + (tasks - 1) * rows * p.d_k + threads * per_thread) * sizeof(T);
+  return (rows + (tasks - 1) * rows * p.d_k + threads * per_thread) * sizeof(T) +
+         detail::pair_mask_summary::bytes(p);
 }
 
 /// The gradients dQ, dK, dV of bp.f given dO and the forward's log-sum-exp bp.lse (as
@@ -578,6 +584,7 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
   if (p.seq_kv == 0) return;
   std::vector<T> row_dots(p.batch * p.heads * sq);  // (B,H,SEQ_Q) D = rowsum(dO ∘ O)
   detail::backward_row_dots(bp, row_dots.data());
+  const detail::pair_mask_summary pairs_summary(p);
 
   const std::size_t k_tiles = (p.seq_kv + bk - 1) / bk;
   const std::size_t threads = num_threads(), pairs = p.batch * p.kv_heads;
@@ -586,8 +593,8 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
       const std::size_t b = pair / p.kv_heads, g = pair % p.kv_heads;
       for (std::size_t jt = 0; jt < k_tiles; ++jt) {
         const std::size_t j0 = jt * bk, nk = std::min(bk, p.seq_kv - j0);
-        detail::backward_item(bp, row_dots.data(), b, g, j0, nk, bp.d_q + b * p.q_batch, p.q_head,
-                              p.q_row);
+        detail::backward_item(bp, row_dots.data(), pairs_summary, b, g, j0, nk,
+                              bp.d_q + b * p.q_batch, p.q_head, p.q_row);
       }
     });
     return;
@@ -606,10 +613,10 @@ void flash_attention_backward(const attention_backward_problem<T>& bp) {
       const std::size_t j0 = jt * bk, nk = std::min(bk, p.seq_kv - j0);
       for (std::size_t g = 0; g < p.kv_heads; ++g) {
         if (task == 0)
-          detail::backward_item(bp, row_dots.data(), b, g, j0, nk, bp.d_q + b * p.q_batch, p.q_head,
-                                p.q_row);
+          detail::backward_item(bp, row_dots.data(), pairs_summary, b, g, j0, nk,
+                                bp.d_q + b * p.q_batch, p.q_head, p.q_row);
         else
-          detail::backward_item(bp, row_dots.data(), b, g, j0, nk,
+          detail::backward_item(bp, row_dots.data(), pairs_summary, b, g, j0, nk,
                                 partial.data() + (task - 1) * part + b * p.heads * sq * dkw,
                                 sq * dkw, dkw);
       }

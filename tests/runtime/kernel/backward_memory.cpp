@@ -51,13 +51,14 @@ struct config {
   std::size_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_kv = 1, d_k = 16, d_v = 16;
   bool causal = false;
   bool padding = false;  // a key_ignore mask: every fifth key
+  bool pairs = false;    // a pair mask shared by every batch item and head: i + j odd
   std::size_t threads = 1;
 
   std::string describe() const {
     std::ostringstream s;
     s << "B=" << batch << " h=" << heads << "/" << kv_heads << " n_q=" << seq_q
       << " n_kv=" << seq_kv << " d_k=" << d_k << " d_v=" << d_v << (causal ? " causal" : "")
-      << (padding ? " padding" : "") << " threads=" << threads;
+      << (padding ? " padding" : "") << (pairs ? " pairs" : "") << " threads=" << threads;
     return s.str();
   }
 };
@@ -67,7 +68,7 @@ template <class T>
 struct case_data {
   config c;
   std::vector<T> q, k, v, o, lse, d_o, d_q, d_k, d_v;
-  std::vector<std::uint8_t> pad;
+  std::vector<std::uint8_t> pad, pairs;
   attention_backward_problem<T> bp{};
 
   explicit case_data(const config& cfg) : c(cfg) {
@@ -87,6 +88,11 @@ struct case_data {
       pad.assign(c.batch * c.seq_kv, 0);
       for (std::size_t j = 0; j < pad.size(); j += 5) pad[j] = 1;
     }
+    if (c.pairs) {
+      pairs.resize(c.seq_q * c.seq_kv);
+      for (std::size_t x = 0; x < pairs.size(); ++x)
+        pairs[x] = (x / c.seq_kv + x % c.seq_kv) % 2 == 1 ? 1 : 0;
+    }
     attention_problem<T>& p = bp.f;
     p.batch = c.batch, p.heads = c.heads, p.kv_heads = c.kv_heads;
     p.seq_q = c.seq_q, p.seq_kv = c.seq_kv, p.d_k = c.d_k, p.d_v = c.d_v;
@@ -102,6 +108,7 @@ struct case_data {
     p.scale = static_cast<T>(1.0 / std::sqrt(double(c.d_k)));
     p.causal = c.causal;
     if (c.padding) p.key_ignore = pad.data(), p.key_ignore_batch = c.seq_kv;
+    if (c.pairs) p.ignore = pairs.data(), p.ignore_row = c.seq_kv;  // (summarised once)
     argus::kernel::flash_attention(p);
     bp.lse = lse.data(), bp.d_o = d_o.data();
     bp.d_q = d_q.data(), bp.d_k = d_k.data(), bp.d_v = d_v.data();
@@ -129,12 +136,13 @@ std::size_t bytes_of_a_first_call(const attention_backward_problem<T>& bp) {
 }
 
 /// One thread's share of flash_attention_backward_bytes: on one thread the figure is D
-/// (a value per query row) and that thread's tiles.
+/// (a value per query row), the pair mask's summary and that thread's tiles.
 template <class T>
 std::size_t one_threads_tiles(const attention_backward_problem<T>& bp) {
   const attention_problem<T>& p = bp.f;
   return argus::kernel::flash_attention_backward_bytes(bp, 1) -
-         p.batch * p.heads * p.seq_q * sizeof(T);
+         p.batch * p.heads * p.seq_q * sizeof(T) -
+         argus::kernel::detail::pair_mask_summary::bytes(p);
 }
 
 template <class T>
@@ -164,6 +172,7 @@ BOOST_AUTO_TEST_CASE(one_thread_allocates_what_the_bytes_function_says) {
   const config cases[] = {
       {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 100, .seq_kv = 300},  // fused slivers
       {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 100, .seq_kv = 300, .padding = true},
+      {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 100, .seq_kv = 300, .pairs = true},
       {.batch = 1, .heads = 2, .kv_heads = 1, .seq_q = 150, .seq_kv = 150, .causal = true},
       {.batch = 1, .heads = 2, .kv_heads = 2, .seq_q = 9, .seq_kv = 40, .d_k = 64, .d_v = 32},
       // Heads wider than gemm_tile::kc: the slivers go through gemm's packing buffers.
@@ -187,6 +196,13 @@ BOOST_AUTO_TEST_CASE(two_threads_allocate_within_the_bytes_function) {
        .seq_q = 70,
        .seq_kv = 300,
        .padding = true,
+       .threads = 2},
+      {.batch = 2,
+       .heads = 2,
+       .kv_heads = 1,
+       .seq_q = 130,
+       .seq_kv = 300,
+       .pairs = true,
        .threads = 2},
   };
   for (const config& c : cases) {

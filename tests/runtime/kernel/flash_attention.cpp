@@ -638,3 +638,81 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(transpose_into_every_edge_size, T, scalar_types) {
       BOOST_TEST(dst.back() == T(-7));
     }
 }
+
+// A pair mask shared by every batch item and head is summarised once per call
+// (detail::pair_mask_summary) and its tiles' covers read from the summary: it must decide as
+// counting pair by pair does. The same problem with the mask shared (strides 0) and copied
+// for every batch item and head (counted pair by pair) gives the same bits, forward (tiles
+// of queries, and the decode split of the keys) with its log-sum-exp, and backward: packed
+// documents (whole tiles ignored and kept beside partly ignored ones), a band, a random
+// pattern and every pair ignored, on 1 and 2 threads.
+BOOST_AUTO_TEST_CASE(a_shared_pair_mask_summarised_decides_as_counted) {
+  using T = float;
+  constexpr std::size_t B = 2, H = 4, G = 2, D = 32;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  struct extents {
+    std::size_t sq, skv;
+  };
+  for (const extents e : {extents{300, 600}, extents{130, 130}, extents{3, 2000}})
+    for (int pattern = 0; pattern < 4; ++pattern)
+      for (std::size_t threads : {1, 2}) {
+        const std::size_t sq = e.sq, skv = e.skv;
+        std::vector<std::uint8_t> shared(sq * skv), copied(B * H * sq * skv);
+        for (std::size_t i = 0; i < sq; ++i)
+          for (std::size_t j = 0; j < skv; ++j) {
+            // Documents of 200 positions (queries and keys numbered alike), a band of 40
+            // keys either side, pairs at random, every pair.
+            const bool ignored = pattern == 0 ? i * skv / sq / 200 != j / 200
+                                 : pattern == 1
+                                     ? (i * skv / sq > j ? i * skv / sq - j : j - i * skv / sq) > 40
+                                 : pattern == 2 ? unit(rng) < -0.6
+                                                : true;
+            shared[i * skv + j] = ignored ? 1 : 0;
+          }
+        for (std::size_t x = 0; x < B * H; ++x)
+          std::copy(shared.begin(), shared.end(), copied.begin() + std::ptrdiff_t(x * sq * skv));
+        auto values = [&](std::size_t n) {
+          std::vector<T> v(n);
+          for (T& x : v) x = T(unit(rng));
+          return v;
+        };
+        const std::vector<T> q = values(B * H * sq * D), k = values(B * G * skv * D),
+                             v = values(B * G * skv * D), d_o = values(B * H * sq * D);
+        struct run {
+          std::vector<T> o, lse, dq, dk, dv;
+        };
+        auto solve = [&](bool summarised) {
+          run r{std::vector<T>(q.size()), std::vector<T>(B * H * sq), std::vector<T>(q.size()),
+                std::vector<T>(k.size()), std::vector<T>(v.size())};
+          argus::kernel::attention_backward_problem<T> bp{};
+          attention_problem<T>& p = bp.f;
+          p.batch = B, p.heads = H, p.kv_heads = G, p.seq_q = sq, p.seq_kv = skv;
+          p.d_k = p.d_v = D, p.scale = T(0.5);
+          p.q = q.data(), p.q_batch = H * sq * D, p.q_head = sq * D, p.q_row = D;
+          p.k = k.data(), p.k_batch = G * skv * D, p.k_head = skv * D, p.k_row = D;
+          p.v = v.data(), p.v_batch = G * skv * D, p.v_head = skv * D, p.v_row = D;
+          p.o = r.o.data(), p.o_batch = H * sq * D, p.o_head = sq * D, p.o_row = D;
+          p.lse = r.lse.data(), p.lse_batch = H * sq, p.lse_head = sq;
+          p.ignore = summarised ? shared.data() : copied.data(), p.ignore_row = skv;
+          p.ignore_head = summarised ? 0 : sq * skv;
+          p.ignore_batch = summarised ? 0 : H * sq * skv;
+          argus::set_num_threads(threads);
+          argus::kernel::flash_attention(p);
+          bp.lse = r.lse.data(), bp.d_o = d_o.data();
+          bp.d_q = r.dq.data(), bp.d_k = r.dk.data(), bp.d_v = r.dv.data();
+          argus::kernel::flash_attention_backward(bp);
+          argus::set_num_threads(0);
+          return r;
+        };
+        const run a = solve(true), b = solve(false);
+        BOOST_TEST_CONTEXT("seq_q " << sq << ", seq_kv " << skv << ", pattern " << pattern << ", "
+                                    << threads << " threads") {
+          BOOST_TEST((a.o == b.o));
+          BOOST_TEST((a.lse == b.lse));
+          BOOST_TEST((a.dq == b.dq));
+          BOOST_TEST((a.dk == b.dk));
+          BOOST_TEST((a.dv == b.dv));
+        }
+      }
+}
