@@ -1,12 +1,13 @@
 // Differential test: the fused, unfused and double-precision reference evaluators on random
 // attention problems -- run-time lengths 1..300, batch 1..3, the head configurations below
-// (grouped-query, d_k != d_v, float and double), every mask kind at random densities
-// (fully masked items and rows included) and two kinds of one's own (which the fused loop
-// nest calls on each tile: kernel::code_mask), and values drawn normal, with logits of +-1e4,
-// with exact ties, denormal, and with NaN/Inf placed in Q, K, V, the additive mask and the
-// rows of padded keys. Every evaluator must agree with the reference on which outputs are
-// finite (docs/reference/semantics.md) and, where they are, within a tolerance derived from
-// the case (tests/support/agreement.hpp, docs/reliability.md).
+// (grouped-query, d_k != d_v, float and double), every mask kind at random densities or in
+// the patterns of padded batches and packed documents (fully masked items and rows
+// included) and two kinds of one's own (which the fused loop nest calls on each tile:
+// kernel::code_mask), and values drawn normal, with logits of +-1e4, with exact ties,
+// denormal, and with NaN/Inf placed in Q, K, V, the additive mask and the rows of padded
+// keys. Every evaluator must agree with the reference on which outputs are finite
+// (docs/reference/semantics.md) and, where they are, within a tolerance derived from the
+// case (tests/support/agreement.hpp, docs/reliability.md).
 //
 //   ARGUS_DIFF_CASES=10000 ./unit.eval.differential   long mode (default 200 cases)
 //   ARGUS_DIFF_SEED=<seed> ./unit.eval.differential   replays one case, as printed on failure
@@ -172,12 +173,25 @@ void run_case(std::mt19937_64& g, case_report& rep) {
     for (auto& x : p.k)
       if (chance(0.2)) x = T(tiny * 1e-2 * normal(g));
   }
-  // Masks at random densities; some items fully padded.
-  const double pad_density = std::array<double, 4>{0.0, 0.1, 0.5, 1.0}[uniform(0, 3)];
-  for (auto& x : p.pad) x = chance(pad_density) ? 1 : 0;
+  // Masks at random densities, or in the patterns of a padded batch (padding past each
+  // item's length) and of packed documents (pairs across documents, 48 positions long on
+  // average): tiles the fused loop nest skips whole, beside tiles it masks in part and tiles
+  // it does not mask. Some items fully padded.
+  const std::size_t pad_form = uniform(0, 4), pair_form = uniform(0, 3);
+  const double pad_densities[] = {0.0, 0.1, 0.5, 1.0}, pair_densities[] = {0.0, 0.2, 0.9};
+  for (std::size_t bb = 0; bb < b; ++bb) {
+    const std::size_t length = uniform(0, skv);
+    for (std::size_t j = 0; j < skv; ++j)
+      p.pad(bb, j) = (pad_form == 4 ? j >= length : chance(pad_densities[pad_form])) ? 1 : 0;
+  }
   if (chance(0.2)) std::fill_n(p.pad.data(), skv, std::uint8_t(1));  // item 0 fully padded
-  const double pair_density = std::array<double, 3>{0.0, 0.2, 0.9}[uniform(0, 2)];
-  for (auto& x : p.pairs) x = chance(pair_density);
+  std::vector<std::size_t> document(std::max(sq, skv));
+  for (std::size_t x = 1; x < document.size(); ++x)
+    document[x] = document[x - 1] + (chance(1.0 / 48) ? 1 : 0);
+  for (std::size_t i = 0; i < sq; ++i)
+    for (std::size_t j = 0; j < skv; ++j)
+      p.pairs(i, j) =
+          pair_form == 3 ? document[i] != document[j] : chance(pair_densities[pair_form]);
   for (auto& x : p.add) x = chance(0.05) ? -std::numeric_limits<T>::infinity() : T(normal(g));
 
   // Bad values: NaN/Inf at random places of Q, K, V and the additive mask, and in the K
@@ -215,6 +229,12 @@ void run_case(std::mt19937_64& g, case_report& rep) {
             p.v(bb, gg, j, uniform(0, C::d_v - 1)) = bad_values[uniform(0, 2)];
             placed += 2;
           }
+  rep.text << ", padding "
+           << (pad_form == 4 ? "past each length"
+                             : "density " + std::to_string(pad_densities[pad_form]))
+           << ", pairs "
+           << (pair_form == 3 ? "across documents"
+                              : "density " + std::to_string(pair_densities[pair_form]));
   rep.text << ", " << placed << " bad values placed";
 
   const double segment_length = std::array{1.0, 4.0, 40.0, 400.0}[uniform(0, 3)];
