@@ -814,7 +814,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
   };
   // Where a mask may skip a tile for every set (ignore_where, a kind's ignores_block), the
   // sets are asked first: a tile none computes costs no check of its V rows (a read of the
-  // whole V per item: at n 4096 a third of the time of packed documents' loop nest).
+  // whole V per item: at n 4096 a fifth of the time of packed documents' loop nest).
   const bool skips_per_set = p.ignore != nullptr || p.code.ignores_tile != nullptr;
   for (std::size_t j0 = j_begin; j0 < j_end; j0 += it.k_tile) {
     const std::size_t nk = std::min(it.k_tile, j_end - j0);

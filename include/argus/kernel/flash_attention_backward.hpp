@@ -541,10 +541,10 @@ inline bool backward_by_pairs(std::size_t pairs, std::size_t threads) noexcept {
 
 /// Bytes flash_attention_backward(bp) allocates beyond its outputs with `threads` threads:
 /// D, the partial dQ of tasks 1 .. T − 1 (none when each (batch item, K/V head) pair is a
-/// task), the summary of a pair mask shared by every batch item and head (a byte per query
-/// tile and key), and the per-thread tiles (kept for reuse; a thread that runs no item makes none),
-/// with gemm's packing buffers where a head is wider than gemm_tile::kc. Exact for the first
-/// call on one thread (tests/runtime/kernel/backward_memory.cpp).
+/// task), the summary of a pair mask shared by every batch item and head (a byte per key and
+/// block of 16 queries), and the per-thread tiles (kept for reuse; a thread that runs no item
+/// makes none), with gemm's packing buffers where a head is wider than gemm_tile::kc. Exact
+/// for the first call on one thread (tests/runtime/kernel/backward_memory.cpp).
 template <class T>
 std::size_t flash_attention_backward_bytes(const attention_backward_problem<T>& bp,
                                            std::size_t threads) noexcept {
