@@ -486,7 +486,6 @@ tile_cover rows_cover(std::size_t rows, std::size_t n, Row row) noexcept {
 class pair_mask_summary {
  public:
   static constexpr std::size_t block = 16;  // queries
-  pair_mask_summary() = default;
   /// Holds nothing (holds() is false) unless p has a pair mask shared by every batch item and
   /// head.
   template <class T>
@@ -1010,13 +1009,14 @@ flash_item<T> start_query_item(const attention_problem<T>& p, const query_items&
   return it;
 }
 
-/// Items (batch item, K/V head, run of query tiles), each with query heads of the group.
+/// Items (batch item, K/V head, run of query tiles), each with query heads of the group;
+/// pairs: the call's summary of the pair mask.
 /// (bench/kernel_attention.cpp's flash_item_parts times the three steps of an item.)
 template <class T, std::size_t DK, std::size_t DV>
-void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
+void flash_attention_tiles_of_queries(const attention_problem<T>& p,
+                                      const pair_mask_summary& pairs) {
   const query_items plan = plan_query_items(p);
   const flash_layout<T> layout(p, plan.sets());
-  const pair_mask_summary pairs(p);
   parallel_for(plan.count(), [&](std::size_t task, std::size_t) {
     flash_item<T> it = start_query_item(p, plan, layout, task);
     it.pair_summary = &pairs;
@@ -1029,7 +1029,8 @@ void flash_attention_tiles_of_queries(const attention_problem<T>& p) {
 /// Decode: items (batch item, K/V head, key chunk), each with all the rows of the group;
 /// partial results merged afterwards.
 template <class T, std::size_t DK, std::size_t DV>
-void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
+void flash_attention_chunks_of_keys(const attention_problem<T>& p,
+                                    const pair_mask_summary& pair_summary) {
   constexpr std::size_t tile = flash_blocking<T>::q_tile;
   const std::size_t group = p.heads / p.kv_heads;
   const std::size_t rows_total = group * p.seq_q;  // row = head in group · seq_q + query
@@ -1050,7 +1051,6 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
     return partial.data() + ((pair * chunks + chunk) * rows_total + row) * stride;
   };
 
-  const pair_mask_summary pair_summary(p);
   parallel_for(pairs * chunks, [&](std::size_t task, std::size_t) {
     const std::size_t pair = task / chunks, chunk = task % chunks;
     flash_item<T> it{&p,      pair / p.kv_heads, pair % p.kv_heads, nullptr, set_count,
@@ -1128,10 +1128,11 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p) {
 
 template <class T, std::size_t DK, std::size_t DV>
 void flash_attention_with(const attention_problem<T>& p) {
+  const pair_mask_summary pair_summary(p);  // the pair mask's, where it is shared
   if (decode_shaped(p))
-    flash_attention_chunks_of_keys<T, DK, DV>(p);
+    flash_attention_chunks_of_keys<T, DK, DV>(p, pair_summary);
   else
-    flash_attention_tiles_of_queries<T, DK, DV>(p);
+    flash_attention_tiles_of_queries<T, DK, DV>(p, pair_summary);
 }
 
 }  // namespace detail
