@@ -173,6 +173,21 @@ inline void begin_row(int threads) {
   (void)peak_gflops(threads);
 }
 
+/// timed_loop's counters and the thread count reset, out of the template: one copy per
+/// program, not one per benchmarked call.
+inline void set_loop_counters(benchmark::State& state, int threads, double flops,
+                              double bytes_materialised) {
+  using benchmark::Counter;
+  const double peak = peak_gflops(threads);
+  state.counters["GFLOPS"] = Counter(flops * 1e-9, Counter::kIsIterationInvariantRate);
+  state.counters["peak_pct"] =
+      Counter(100.0 * flops * 1e-9 / peak, Counter::kIsIterationInvariantRate);
+  state.counters["bytes_materialised"] =
+      Counter(bytes_materialised, Counter::kDefaults, Counter::kIs1024);
+  state.counters["peak_rss_mb"] = rss_high_water_mib();
+  argus::set_num_threads(0);
+}
+
 /// Runs call() once to warm the thread pool and the allocator unless a call is long
 /// (flops > 4e10, some 0.2-1 s), then the timed loop; sets GFLOPS, peak_pct,
 /// bytes_materialised and peak_rss_mb; leaves argus's thread count at its default.
@@ -184,15 +199,7 @@ void timed_loop(benchmark::State& state, int threads, double flops, double bytes
     call();
     benchmark::ClobberMemory();
   }
-  using benchmark::Counter;
-  const double peak = peak_gflops(threads);
-  state.counters["GFLOPS"] = Counter(flops * 1e-9, Counter::kIsIterationInvariantRate);
-  state.counters["peak_pct"] =
-      Counter(100.0 * flops * 1e-9 / peak, Counter::kIsIterationInvariantRate);
-  state.counters["bytes_materialised"] =
-      Counter(bytes_materialised, Counter::kDefaults, Counter::kIs1024);
-  state.counters["peak_rss_mb"] = rss_high_water_mib();
-  argus::set_num_threads(0);
+  set_loop_counters(state, threads, flops, bytes_materialised);
 }
 
 /// Uniform values in [-scale, scale], fast and reproducible.

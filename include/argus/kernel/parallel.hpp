@@ -364,6 +364,33 @@ inline std::size_t parallel_slot_count() noexcept {
              : n;
 }
 
+}  // namespace kernel
+
+namespace detail {
+/// parallel_for on its type-erased body (body(context, task, thread)): everything but the
+/// call of the body is compiled once per program, not once per body type (every kernel,
+/// evaluator step and test lambda that runs in parallel).
+inline void parallel_for_erased(std::size_t tasks,
+                                void (*body)(void* context, std::size_t task, std::size_t thread),
+                                void* context) {
+  if (tasks == 0) return;
+  const std::size_t threads = argus::num_threads();
+  if (inside_parallel_for || threads <= 1 || tasks == 1) {
+    parallel_region region(parallel_thread_index);
+    for (std::size_t task = 0; task < tasks; ++task) body(context, task, parallel_thread_index);
+    return;
+  }
+  parallel_job job;
+  job.body = body;
+  job.context = context;
+  job.tasks = tasks;
+  thread_pool::instance().run(job, threads);
+  if (job.error) std::rethrow_exception(job.error);
+}
+}  // namespace detail
+
+namespace kernel {
+
 /// Calls f(task, thread) for every task in [0, tasks), spread over num_threads() threads;
 /// `thread` is in [0, parallel_slot_count()) and no two tasks run at once with the same
 /// `thread`. Returns when every task has returned. Rethrows the first exception thrown by
@@ -371,22 +398,13 @@ inline std::size_t parallel_slot_count() noexcept {
 /// the calling thread, which keeps its thread index.
 template <class F>
 void parallel_for(std::size_t tasks, F&& f) {
-  if (tasks == 0) return;
-  const std::size_t threads = num_threads();
-  if (argus::detail::inside_parallel_for || threads <= 1 || tasks == 1) {
-    argus::detail::parallel_region region(argus::detail::parallel_thread_index);
-    for (std::size_t task = 0; task < tasks; ++task) f(task, argus::detail::parallel_thread_index);
-    return;
-  }
   using body_type = std::remove_reference_t<F>;
-  argus::detail::parallel_job job;
-  job.body = [](void* context, std::size_t task, std::size_t thread) {
-    (*static_cast<body_type*>(context))(task, thread);
-  };
-  job.context = const_cast<void*>(static_cast<const void*>(std::addressof(f)));
-  job.tasks = tasks;
-  argus::detail::thread_pool::instance().run(job, threads);
-  if (job.error) std::rethrow_exception(job.error);
+  argus::detail::parallel_for_erased(
+      tasks,
+      [](void* context, std::size_t task, std::size_t thread) {
+        (*static_cast<body_type*>(context))(task, thread);
+      },
+      const_cast<void*>(static_cast<const void*>(std::addressof(f))));
 }
 
 }  // namespace kernel

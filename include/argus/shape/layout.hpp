@@ -40,6 +40,18 @@ constexpr bool is_negative(I i) noexcept {
   else
     return false;
 }
+/// check_access's throw, out of line: the message is built once per program, not in every
+/// instantiation of check_access (one per shape and index types: the element access of every
+/// tensor and view a program reads).
+[[noreturn]] inline void throw_index_out_of_range(const char* op, std::size_t axis,
+                                                  const char* axis_name, bool negative,
+                                                  std::size_t index, std::size_t extent) {
+  throw std::out_of_range(
+      std::string(op) + ": the index on axis " + std::to_string(axis) + " (" + axis_name + ") is " +
+      (negative ? std::to_string(static_cast<long long>(index)) : std::to_string(index)) +
+      ", but the axis's extent is " + std::to_string(extent) + "; an index lies in [0, extent)");
+}
+
 /// For element access under ARGUS_CHECKED_ACCESS: throws shape_error when elements of shape s
 /// have no storage (data null), and std::out_of_range when an index is not below its axis's
 /// extent, naming the axis, the extent and the index (a negative one as such). `op` names the
@@ -51,12 +63,7 @@ void check_access(const char* op, const S& s, const void* data, I... idx) {
   const std::array<bool, S::rank()> negative{is_negative(idx)...};
   for (std::size_t i = 0; i < S::rank(); ++i)
     if (negative[i] || c[i] >= s.extent(i))
-      throw std::out_of_range(
-          std::string(op) + ": the index on axis " + std::to_string(i) + " (" +
-          axis_kind_names<S>[i] + ") is " +
-          (negative[i] ? std::to_string(static_cast<long long>(c[i])) : std::to_string(c[i])) +
-          ", but the axis's extent is " + std::to_string(s.extent(i)) +
-          "; an index lies in [0, extent)");
+      throw_index_out_of_range(op, i, axis_kind_names<S>[i], negative[i], c[i], s.extent(i));
 }
 }  // namespace detail
 
