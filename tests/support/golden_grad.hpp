@@ -55,18 +55,20 @@ inline golden_case load_golden_grad(std::string_view name) {
 
 /// Compares gradient `t` (e.g. "x_q") of value type T with d_<t>_f64: float within
 /// tolerance.f32 · max(1, max_abs.d_<t>), double within tolerance.f64 · max(1, max_abs.d_<t>).
-template <class T, class R>
-void check_gradient(const golden_case& g, std::string_view t, const R& y, const char* policy) {
+/// (The values y.data()[0, y.size()): one function per value type, not per tensor type.)
+template <class T>
+void check_gradient_values(const golden_case& g, std::string_view t, const T* y, std::size_t size,
+                           const char* policy) {
   const std::string name = "d_" + std::string(t);
   const golden_tensor& ref = g.tensor(name + "_f64");
   const double scale = std::max(1.0, std::stod(g.field("max_abs." + name)));
   const double tol =
       std::stod(g.field(std::is_same_v<T, float> ? "tolerance.f32" : "tolerance.f64")) * scale;
-  BOOST_TEST_REQUIRE(std::size_t(y.size()) == ref.f64.size(), g.name << " " << name);
+  BOOST_TEST_REQUIRE(size == ref.f64.size(), g.name << " " << name);
   double worst = 0;
   std::size_t over = 0;
   for (std::size_t i = 0; i < ref.f64.size(); ++i) {
-    const double v = double(y.data()[i]);
+    const double v = double(y[i]);
     const double err = std::isfinite(v) ? std::abs(v - ref.f64[i]) : 1e300;
     worst = std::max(worst, err);
     over += err > tol ? 1 : 0;
@@ -75,6 +77,10 @@ void check_gradient(const golden_case& g, std::string_view t, const R& y, const 
                                 << (std::is_same_v<T, float> ? "float32" : "float64")
                                 << "): max |err| " << worst << ", tolerance " << tol << ", " << over
                                 << " of " << ref.f64.size() << " over");
+}
+template <class T, class R>
+void check_gradient(const golden_case& g, std::string_view t, const R& y, const char* policy) {
+  check_gradient_values<T>(g, t, y.data(), std::size_t(y.size()), policy);
 }
 
 /// The gradient case Case through forward_for_training and backward under policy, in T.

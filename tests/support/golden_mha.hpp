@@ -55,12 +55,19 @@ std::vector<T> values_as(const golden_tensor& t) {
   return std::vector<T>(t.f32.begin(), t.f32.end());
 }
 
+/// Copies a float32 golden tensor into the `size` elements at out (one function per value
+/// type, not per shape).
+template <class T>
+void fill_values_from(T* out, std::size_t size, const golden_tensor& t) {
+  BOOST_TEST_REQUIRE(size == t.f32.size(),
+                     t.name << ": " << t.f32.size() << " values for " << size << " elements");
+  std::copy(t.f32.begin(), t.f32.end(), out);
+}
+
 /// Copies a float32 golden tensor into an argus tensor of value type T.
 template <class T, Shape S>
 void fill_from(tensor<T, S>& out, const golden_tensor& t) {
-  BOOST_TEST_REQUIRE(out.size() == t.f32.size(),
-                     t.name << ": " << t.f32.size() << " values for " << out.size() << " elements");
-  std::copy(t.f32.begin(), t.f32.end(), out.data());
+  fill_values_from(out.data(), out.size(), t);
 }
 
 /// max over elements of |y - ref| / (rel * (max(1, scale) + |ref|)); <= 1 passes.

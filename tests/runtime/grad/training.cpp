@@ -13,7 +13,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -46,6 +48,43 @@ void for_each_tensor(G& g, F f) {
     f("b_q", g.b_q), f("b_k", g.b_k), f("b_v", g.b_v), f("b_o", g.b_o);
 }
 
+/// The tensors of a gradients struct as (name, data, size), in for_each_tensor's order: what
+/// the checks below compare, in one function per value type rather than in a lambda per
+/// tensor type, configuration and mask chain.
+template <class T>
+using tensor_list = std::vector<std::tuple<const char*, const T*, std::size_t>>;
+template <class T, class G>
+tensor_list<T> tensors_of(const G& g) {
+  tensor_list<T> r;
+  for_each_tensor(
+      g, [&](const char* name, const auto& t) { r.emplace_back(name, t.data(), t.size()); });
+  return r;
+}
+
+/// Fused gradients f against the unfused u, tensor by tensor (worst |f - u| / (1 + |u|) below
+/// tol), and against f2, the same fused backward run again on as many threads: the same bits.
+template <class T>
+void compare_gradients(const tensor_list<T>& f, const tensor_list<T>& u, const tensor_list<T>& f2,
+                       double tol, std::size_t threads, const std::string& where) {
+  BOOST_TEST_REQUIRE(f.size() == u.size());
+  BOOST_TEST_REQUIRE(f.size() == f2.size());
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const auto& [name, a, n] = f[i];
+    const T* b = std::get<1>(u[i]);
+    const T* c = std::get<1>(f2[i]);
+    double worst = 0;
+    bool bitwise = true;
+    for (std::size_t e = 0; e < n; ++e) {
+      const double x = a[e], y = b[e];
+      worst = std::isfinite(x) ? std::max(worst, std::abs(x - y) / (1 + std::abs(y))) : 1e300;
+      bitwise = bitwise && a[e] == c[e];
+    }
+    BOOST_TEST(worst < tol, name << ": fused vs unfused " << worst << " (" << where << ", threads "
+                                 << threads << ")");
+    BOOST_TEST(bitwise, name << ": two fused runs on " << threads << " threads differ");
+  }
+}
+
 /// The tensors of the module and inputs that g's members differentiate, in the same order.
 template <class M, class XQ, class XK, class XV, class F>
 void for_each_variable(M& m, XQ& x_q, XK& x_k, XV& x_v, F f) {
@@ -56,20 +95,36 @@ void for_each_variable(M& m, XQ& x_q, XK& x_k, XV& x_v, F f) {
 
 /// The worst |fd − g| / (1 + |fd|) over the elements of t, fd the central difference
 /// (loss(t + h) − loss(t − h)) / 2h, h = 1e-5, of loss() at each element; t is restored.
-template <class Tensor, class Loss>
-double worst_finite_difference_error(Tensor& t, const double* g, Loss loss) {
+/// (t: the n values of the tensor; one function, not one per tensor type and mask chain.)
+double worst_finite_difference_error(double* t, std::size_t n, const double* g,
+                                     const std::function<double()>& loss) {
   double worst = 0;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    const double h = 1e-5, keep = t.data()[i];
-    t.data()[i] = keep + h;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double h = 1e-5, keep = t[i];
+    t[i] = keep + h;
     const double up = loss();
-    t.data()[i] = keep - h;
+    t[i] = keep - h;
     const double down = loss();
-    t.data()[i] = keep;
+    t[i] = keep;
     const double fd = (up - down) / (2 * h);
     worst = std::max(worst, std::abs(fd - g[i]) / (1 + std::abs(fd)));
   }
   return worst;
+}
+
+/// Every coordinate of every variable (name, values, count) against its gradient in grads
+/// (the same order) by central differences of loss.
+inline void check_finite_differences(
+    const tensor_list<double>& grads,
+    const std::vector<std::tuple<const char*, double*, std::size_t>>& variables,
+    const std::function<double()>& loss, std::size_t masks) {
+  BOOST_TEST_REQUIRE(grads.size() == variables.size());
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    const auto& [name, values, n] = variables[i];
+    BOOST_TEST_REQUIRE(std::get<2>(grads[i]) == n);
+    const double worst = worst_finite_difference_error(values, n, std::get<1>(grads[i]), loss);
+    BOOST_TEST(worst < 1e-7, name << " (" << masks << " masks): worst relative error " << worst);
+  }
 }
 
 template <class Out, class D>
@@ -121,14 +176,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(unfused_backward_matches_finite_differences, C, fd
       return dot(argus::forward_for_training(m, argus::unfused, x_q, x_k, x_v, masks...).output(),
                  dout);
     };
-    std::vector<const double*> grads;
-    for_each_tensor(g, [&](const char*, const auto& t) { grads.push_back(t.data()); });
-    std::size_t which = 0;
+    const auto grads = tensors_of<double>(g);
+    std::vector<std::tuple<const char*, double*, std::size_t>> variables;
     for_each_variable(m, x_q, x_k, x_v, [&](const char* name, auto& t) {
-      const double worst = worst_finite_difference_error(t, grads[which++], loss);
-      BOOST_TEST(worst < 1e-7,
-                 name << " (" << sizeof...(masks) << " masks): worst relative error " << worst);
+      variables.emplace_back(name, t.data(), t.size());
     });
+    check_finite_differences(grads, variables, loss, sizeof...(masks));
   };
   check();
   check(argus::causal);
@@ -156,6 +209,10 @@ void fused_equals_unfused(std::size_t batch, std::size_t sq, std::size_t skv, in
   for (auto& v : pad) v = coin(rng()) ? 1 : 0;
   argus::tensor<std::uint8_t, argus::shape<argus::seq<>, argus::seq<>>> pairs(sq, skv);
   for (auto& v : pairs) v = coin(rng()) ? 1 : 0;
+  std::ostringstream where_s;
+  where_s << "D " << D << ", H " << H << ", batch " << batch << ", seq_q " << sq << ", seq_kv "
+          << skv << ", mask " << mask_kind;
+  const std::string where = where_s.str();
   auto run = [&](auto... masks) {
     auto tf = argus::forward_for_training(m, argus::fused, x_q, x_k, x_v, masks...);
     auto tu = argus::forward_for_training(m, argus::unfused, x_q, x_k, x_v, masks...);
@@ -165,28 +222,8 @@ void fused_equals_unfused(std::size_t batch, std::size_t sq, std::size_t skv, in
       argus::set_num_threads(threads);
       const auto gf = argus::backward(tf, dout, argus::fused);
       const auto gf2 = argus::backward(tf, dout, argus::fused);
-      std::size_t i = 0;
-      std::vector<const T*> a, b, c;
-      std::vector<std::size_t> n;
-      for_each_tensor(
-          gf, [&](const char*, const auto& t) { a.push_back(t.data()), n.push_back(t.size()); });
-      for_each_tensor(gu, [&](const char*, const auto& t) { b.push_back(t.data()); });
-      for_each_tensor(gf2, [&](const char*, const auto& t) { c.push_back(t.data()); });
-      for_each_tensor(gf, [&](const char* name, const auto&) {
-        double worst = 0;
-        bool bitwise = true;
-        for (std::size_t e = 0; e < n[i]; ++e) {
-          const double x = a[i][e], y = b[i][e];
-          worst = std::isfinite(x) ? std::max(worst, std::abs(x - y) / (1 + std::abs(y))) : 1e300;
-          bitwise = bitwise && a[i][e] == c[i][e];
-        }
-        BOOST_TEST(worst < tol, name << ": fused vs unfused " << worst << " (D " << D << ", H " << H
-                                     << ", batch " << batch << ", seq_q " << sq << ", seq_kv "
-                                     << skv << ", mask " << mask_kind << ", threads " << threads
-                                     << ")");
-        BOOST_TEST(bitwise, name << ": two fused runs on " << threads << " threads differ");
-        ++i;
-      });
+      compare_gradients(tensors_of<T>(gf), tensors_of<T>(gu), tensors_of<T>(gf2), tol, threads,
+                        where);
     }
     argus::set_num_threads(0);
   };
@@ -330,24 +367,21 @@ BOOST_AUTO_TEST_CASE(float_gradients_at_large_logits_within_the_documented_bound
       const auto g =
           argus::backward(argus::forward_for_training(mf, policy, xf, argus::causal), df, policy);
       std::vector<std::pair<const char*, double>> errors;
-      std::vector<const double*> t;
-      std::vector<std::size_t> tn;
-      for_each_tensor(truth, [&](const char*, const auto& x) {
-        t.push_back(x.data()), tn.push_back(x.size());
-      });
-      std::size_t k = 0;
+      const auto t = tensors_of<double>(truth);
+      const auto x = tensors_of<float>(g);
       double largest_k = 0;
-      for_each_tensor(g, [&](const char* name, const auto& x) {
+      for (std::size_t k = 0; k < x.size(); ++k) {
+        const auto& [name, data, size] = x[k];
+        const double* truth_k = std::get<1>(t[k]);
         double top = 0, err = 0;
-        for (std::size_t i = 0; i < tn[k]; ++i)
-          top = std::max(top, std::abs(t[k][i])),
-          err = std::max(err, std::abs(double(x.data()[i]) - t[k][i]));
+        for (std::size_t i = 0; i < size; ++i)
+          top = std::max(top, std::abs(truth_k[i])),
+          err = std::max(err, std::abs(double(data[i]) - truth_k[i]));
         if (std::string(name) == "w_k") largest_k = top;
         // b_k's true gradient is 0 (a bias on every key of a row cancels in its softmax):
         // its error is measured against the K side's largest gradient.
         errors.emplace_back(name, err / (std::string(name) == "b_k" ? largest_k : top));
-        ++k;
-      });
+      }
       for (const auto& [name, e] : errors) {
         const std::string n = name;
         const bool v_side = n == "x_v" || n == "w_v" || n == "b_v";
@@ -490,7 +524,7 @@ BOOST_AUTO_TEST_CASE(attention_expressions_have_typed_gradients) {
       return dot(forward_for_training(make(), policy, argus::dropout{0.25, 17}).output(), dout);
     };
     auto fd = [&](auto& t, const auto& grad, const char* name) {
-      const double worst = worst_finite_difference_error(t, grad.data(), loss);
+      const double worst = worst_finite_difference_error(t.data(), t.size(), grad.data(), loss);
       BOOST_TEST(worst < 1e-7, name << " (" << decltype(policy)::name << "): " << worst);
     };
     fd(q, g.q, "dq"), fd(k, g.k, "dk"), fd(v, g.v, "dv");
