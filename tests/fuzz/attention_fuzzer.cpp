@@ -69,8 +69,8 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   for (auto& x : q) x = in.value<T>();
   for (auto& x : k) x = in.value<T>();
   for (auto& x : v) x = in.value<T>();
-  for (auto& x : pad) x = in.next() < 64;
-  for (auto& x : pairs) x = in.next() < 64;
+  in.key_padding(pad.data(), b, mkv);
+  in.pair_mask(pairs.data(), mq, mkv);
   for (auto& x : add) x = in.value<T>();
   // Misuse: an operand that was moved from (its run-time extents become 0).
   std::optional<tensor<T, v_shape>> taken;

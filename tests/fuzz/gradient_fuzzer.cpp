@@ -98,8 +98,8 @@ void run(byte_source& in, std::size_t b, std::size_t sq, std::size_t skv, std::u
   for (auto& x : k) x = in.value<T>();
   for (auto& x : v) x = in.value<T>();
   for (auto& x : dout) x = in.value<T>();
-  for (auto& x : pad) x = in.next() < 64;
-  for (auto& x : pairs) x = in.next() < 64;
+  in.key_padding(pad.data(), b, skv);
+  in.pair_mask(pairs.data(), sq, skv);
   for (auto& x : add) x = in.value<T>();
   const std::optional<argus::dropout> drop = dropout_of(misuse, drop_byte);
   const bool must_reject = (misuse & 7) != 0;

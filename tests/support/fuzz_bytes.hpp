@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace argus::test {
 
@@ -58,6 +59,46 @@ class byte_source {
     const std::uint8_t b = next();
     if (b < 160) return std::numeric_limits<std::size_t>::max();
     return std::size_t(b - 160) % (seq_kv + 2);
+  }
+
+  /// A key padding mask of items x cols (row-major at m, nonzero: ignored): random keys, each
+  /// ignored for a quarter of its own bytes (half the inputs), or each item's keys past a
+  /// length of its own, as a padded batch is (whole tiles of padding the fused loop nests skip).
+  template <class B>
+  void key_padding(B* m, std::size_t items, std::size_t cols) {
+    if (next() < 128) {
+      for (std::size_t i = 0; i < items * cols; ++i) m[i] = next() < 64;
+      return;
+    }
+    for (std::size_t b = 0; b < items; ++b) {
+      const std::size_t length = std::size_t(next()) * (cols + 1) / 256;
+      for (std::size_t j = 0; j < cols; ++j) m[b * cols + j] = j >= length;
+    }
+  }
+
+  /// A boolean pair mask of rows x cols (row-major at m, true: ignored), in a pattern a byte
+  /// picks: random pairs, each ignored for a quarter of its own bytes (half the inputs); packed
+  /// documents, pairs across documents ignored (a document starts at each position for a
+  /// share of the bytes one byte sets); or every row ignoring the keys past one length. The
+  /// last two leave whole blocks of queries that ignore a key, or do not, alike: the fused
+  /// loop nest's per-call summary of the mask then skips tiles or runs them unmasked, where
+  /// random pairs leave every block partly ignored.
+  template <class B>
+  void pair_mask(B* m, std::size_t rows, std::size_t cols) {
+    const std::uint8_t pattern = next();
+    if (pattern < 128) {
+      for (std::size_t i = 0; i < rows * cols; ++i) m[i] = next() < 64;
+    } else if (pattern < 192) {
+      const std::uint8_t starts = next();
+      std::vector<std::size_t> doc(rows > cols ? rows : cols);  // the document of a position
+      for (std::size_t x = 1; x < doc.size(); ++x) doc[x] = doc[x - 1] + (next() < starts ? 1 : 0);
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) m[i * cols + j] = doc[i] != doc[j];
+    } else {
+      const std::size_t length = std::size_t(next()) * (cols + 1) / 256;
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) m[i * cols + j] = j >= length;
+    }
   }
 
   /// A module weight on which the projections stay exact with value(true) inputs: -2 ... 2 in

@@ -58,8 +58,8 @@ struct module_inputs {
     for (auto& x : x_q) x = in.value<T>(true);
     for (auto& x : x_k) x = in.value<T>(true);
     for (auto& x : x_v) x = in.value<T>(true);
-    for (auto& x : pad) x = in.next() < 64;
-    for (auto& x : pairs) x = in.next() < 64;
+    in.key_padding(pad.data(), b, mkv);
+    in.pair_mask(pairs.data(), mq, mkv);
     for (auto& x : add) x = in.value<T>();
   }
 };
