@@ -47,6 +47,11 @@ struct value {
     static_assert(sizeof...(I) + 1 == R);
     return data.data() + index({std::size_t(i)..., 0});
   }
+  template <class... I>
+  double* row(I... i) {
+    static_assert(sizeof...(I) + 1 == R);
+    return data.data() + index({std::size_t(i)..., 0});
+  }
 };
 
 template <std::size_t R>
@@ -154,8 +159,8 @@ struct evaluator {
           const double* qi = q.row(b, h, i);
           // Rows by pointer (row() and at() per pair, not inlined at -Og, were most of the
           // time of the tests that call evaluate_reference).
-          const double* kh = k.data.data() + k.index({b, h / group, 0, 0});
-          double* out = r.data.data() + r.index({b, h, i, 0});
+          const double* kh = k.row(b, h / group, 0);
+          double* out = r.row(b, h, i);
           for (std::size_t j = 0; j < r.ext[3]; ++j) {
             const double* kj = kh + j * q.ext[3];
             double acc = 0;
@@ -277,7 +282,7 @@ struct evaluator {
           // Row by row of V (was column by column, a stride of d_v; each sum still adds its
           // terms in key order, so the result is the same to the bit).
           const double* vh = keys == 0 ? nullptr : v.row(b, h / group, 0);
-          double* out = r.data.data() + r.index({b, h, i, 0});
+          double* out = r.row(b, h, i);
           for (std::size_t k = 0; k < keys; ++k)
             if (taken[k])
               for (std::size_t j = 0; j < r.ext[3]; ++j) out[j] += pi[k] * vh[k * r.ext[3] + j];

@@ -53,6 +53,8 @@ void for_each_tensor(G& g, F f) {
 /// tensor type, configuration and mask chain.
 template <class T>
 using tensor_list = std::vector<std::tuple<const char*, const T*, std::size_t>>;
+/// The same of the variables a finite difference perturbs (writable).
+using variable_list = std::vector<std::tuple<const char*, double*, std::size_t>>;
 template <class T, class G>
 tensor_list<T> tensors_of(const G& g) {
   tensor_list<T> r;
@@ -114,10 +116,9 @@ double worst_finite_difference_error(double* t, std::size_t n, const double* g,
 
 /// Every coordinate of every variable (name, values, count) against its gradient in grads
 /// (the same order) by central differences of loss.
-inline void check_finite_differences(
-    const tensor_list<double>& grads,
-    const std::vector<std::tuple<const char*, double*, std::size_t>>& variables,
-    const std::function<double()>& loss, std::size_t masks) {
+inline void check_finite_differences(const tensor_list<double>& grads,
+                                     const variable_list& variables,
+                                     const std::function<double()>& loss, std::size_t masks) {
   BOOST_TEST_REQUIRE(grads.size() == variables.size());
   for (std::size_t i = 0; i < variables.size(); ++i) {
     const auto& [name, values, n] = variables[i];
@@ -177,7 +178,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(unfused_backward_matches_finite_differences, C, fd
                  dout);
     };
     const auto grads = tensors_of<double>(g);
-    std::vector<std::tuple<const char*, double*, std::size_t>> variables;
+    variable_list variables;
     for_each_variable(m, x_q, x_k, x_v, [&](const char* name, auto& t) {
       variables.emplace_back(name, t.data(), t.size());
     });
