@@ -96,8 +96,8 @@ endef
 # whole suite with Clang, `make test-asan-all` every unit and golden test under ASan+UBSan.
 # Each compile-fail test is a pair: the misuse must fail with its rule (both compilers) and its
 # twin, the file without the misuse, must compile; a twin shows the file valid apart from the
-# misuse, which one compiler suffices for, so here only GCC compiles the twins (Clang's took
-# 46 s of CPU, about 23 s on 2 cores, warm; `make test-clang` compiles them with Clang too).
+# misuse, which one compiler suffices for, so here only GCC compiles the twins, up to 64 in one
+# TU (`make test-clang` compiles them with Clang too).
 # Likewise every header alone (the test "headers") only with Clang: a missing #include shows
 # with either compiler, both reading the same libstdc++ (`make test-gcc` runs it with GCC).
 test: deps

@@ -1,9 +1,12 @@
 # cmake -P checker for one compile-fail test (see CMakeLists.txt in this directory).
-# Inputs: COMPILER COMPILER_ID FLAGS_FILE SOURCE VARIANT (twin | error), PCH (may be empty: the
-#         precompiled first header of SOURCE; CMakeLists.txt says where it is used),
-#         EXTERN_KERNELS (ON: compile with -DARGUS_EXTERN_KERNELS, as the PCHs are; CMakeLists.txt
-#         says why)
+# Inputs: COMPILER COMPILER_ID FLAGS_FILE, SOURCES_FILE (sets SOURCES: the test's file, or for
+#         "twins" several), VARIANT (twin | twins | error), PCH (may be empty: the precompiled
+#         first header of the files; CMakeLists.txt says where it is used), EXTERN_KERNELS (ON:
+#         compile with -DARGUS_EXTERN_KERNELS, as the PCHs are; CMakeLists.txt says why),
+#         BATCH_TU (where "twins" writes its TU)
 #   twin:  compile SOURCE as is; the compiler must succeed.
+#   twins: the twins of SOURCES in one TU: every #include line of the files first, then each
+#          file inside a namespace of its own; the compiler must succeed.
 #   error: compile with -DARGUS_EXPECT_COMPILE_ERROR; the compiler must fail and its output
 #          must match every "// expect: <regex>" line (and "// expect-gcc:" with GCC,
 #          "// expect-clang:" with Clang). The first "// expect:" regex is the rule: its first
@@ -14,6 +17,50 @@
 #          The checker prints "rule at line R of T" for docs/reliability.md.
 cmake_minimum_required(VERSION 3.25)
 include("${FLAGS_FILE}")
+include("${SOURCES_FILE}")
+if(VARIANT STREQUAL "twins")
+  # Several twins in one TU (CMakeLists.txt says which files qualify and why).
+  set(hoisted "")
+  set(bodies "")
+  foreach(source IN LISTS SOURCES)
+    file(STRINGS "${source}" includes REGEX "^#include <")
+    foreach(line IN LISTS includes)
+      if(NOT line IN_LIST hoisted)
+        list(APPEND hoisted "${line}")
+      endif()
+    endforeach()
+    cmake_path(GET source STEM stem)
+    string(MAKE_C_IDENTIFIER "${stem}" stem)
+    string(APPEND bodies "namespace argus_twin_${stem} {\n#include \"${source}\"\n}  // namespace argus_twin_${stem}\n")
+  endforeach()
+  list(JOIN hoisted "\n" hoisted)
+  file(WRITE "${BATCH_TU}" "// The twins of tests/compile_fail, several to a TU (check_compile_fail.cmake).\n"
+                           "${hoisted}\n${bodies}")
+  set(command "${COMPILER}" ${FLAGS})
+  if(EXTERN_KERNELS)
+    list(APPEND command -DARGUS_EXTERN_KERNELS)
+  endif()
+  if(PCH AND COMPILER_ID MATCHES "Clang")
+    list(APPEND command -Winvalid-pch -include-pch "${PCH}")
+  elseif(PCH)
+    string(REGEX REPLACE "\\.gch$" "" pch_wrapper "${PCH}")
+    list(APPEND command -Winvalid-pch -include "${pch_wrapper}")
+  endif()
+  list(APPEND command "${BATCH_TU}")
+  execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  list(LENGTH SOURCES count)
+  list(JOIN SOURCES "\n  " names)
+  list(JOIN command " " command_line)
+  if(NOT rc EQUAL 0)
+    string(SUBSTRING "${output}" 0 4000 first)
+    message(FATAL_ERROR "The twins of ${count} compile-fail tests must compile without "
+                        "ARGUS_EXPECT_COMPILE_ERROR, but the compiler failed (${rc}); the error "
+                        "names the file:\n${command_line}\n${first}\nThe files:\n  ${names}")
+  endif()
+  message(STATUS "${count} twins compile without ARGUS_EXPECT_COMPILE_ERROR:\n  ${names}")
+  return()
+endif()
+list(GET SOURCES 0 SOURCE)
 set(RULE_LINE_LIMIT 10)
 set(TOTAL_LINE_LIMIT 25)
 
