@@ -92,7 +92,7 @@ endef
 # golden forward and gradients) and the libFuzzer targets for 30 s each (random shapes, masks
 # and values), which link the same kernels; under TSan the tests labelled threads. Every
 # configuration compiles the kernels once (ARGUS_COMPILED_KERNELS) and the tests at -Og
-# (sanitizers and fuzzers: -O0), with precompiled headers. `make test-clang` runs the
+# (ASan+UBSan and the fuzzers: -O0), with precompiled headers. `make test-clang` runs the
 # whole suite with Clang, `make test-asan-all` every unit and golden test under ASan+UBSan.
 # Each compile-fail test is a pair: the misuse must fail with its rule (both compilers) and its
 # twin, the file without the misuse, must compile; a twin shows the file valid apart from the

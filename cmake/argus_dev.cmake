@@ -15,6 +15,18 @@ if(ARGUS_NATIVE)
   target_compile_options(argus_dev INTERFACE -march=native)
 endif()
 
+# GCC's garbage collector: with its default thresholds it collects a heavy test TU's heap
+# again and again for little memory. Put off until the heap reaches 4 GB (in practice never),
+# the same compiles took 11 % less CPU (five test TUs, two rounds, each compile with and
+# without in turn: 200 s against 178 s) for 15-28 % more peak memory (at most 1 GB, for
+# unit.eval.differential). A build-time setting only: the code is the same. GCC only (Clang
+# has no collector); argus_kernels takes it too.
+set(ARGUS_DEV_COMPILER_FLAGS "")
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(ARGUS_DEV_COMPILER_FLAGS --param=ggc-min-expand=100 --param=ggc-min-heapsize=4194304)
+endif()
+target_compile_options(argus_dev INTERFACE ${ARGUS_DEV_COMPILER_FLAGS})
+
 # Flags for compiler runs made outside the build system (tests/compile_fail): the same
 # warnings and -march as argus_dev, as a plain list.
 set(ARGUS_DEV_FLAGS -Wall -Wextra -Werror)
@@ -61,7 +73,8 @@ if(ARGUS_COMPILED_KERNELS)
   if(ARGUS_KERNEL_OPTIMIZATION)
     set(_argus_kernel_optimization ${ARGUS_KERNEL_OPTIMIZATION})
   endif()
-  target_compile_options(argus_kernels PRIVATE ${ARGUS_DEV_FLAGS} ${_argus_kernel_optimization})
+  target_compile_options(argus_kernels PRIVATE ${ARGUS_DEV_FLAGS} ${ARGUS_DEV_COMPILER_FLAGS}
+                                               ${_argus_kernel_optimization})
   target_link_libraries(argus_dev INTERFACE argus_kernels)
 endif()
 

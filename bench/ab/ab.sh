@@ -20,7 +20,7 @@
 #                 x86-64-v3 for the AVX2 kernels, x86-64 for the portable ones)
 #   --cxx=CXX     the compiler (default g++-12; clang++-14 works too)
 #   --opt=FLAG    the optimisation flag (default -O3, as the benchmarks; ctest tools.ab, which
-#                 checks the tool and not the kernels' speed, takes -O1: half the compile)
+#                 checks the tool and not the kernels' speed, takes -O0: the least compiling)
 #   --keep        keep the temporary directory, and print it
 #
 # Only the code inside argus::kernel's ISA namespace (ARGUS_KERNEL_ISA_NAMESPACE: the

@@ -5,7 +5,8 @@
 // packed copy that does not follow later changes of the module; explain() saying the panels
 // are read; and a moved-from packed_weight rejected with a shape_error, not read.
 // labels: threads
-// Under TSan the d_model 512 module takes 22-50 s, the other cases together 7-15 s:
+// Under TSan the d_model 512 module takes 30-45 s (most of it the instrumented kernels'
+// reads), the other cases together 7 s:
 // sanitized-split: *512ul*
 #define BOOST_TEST_MODULE eval_prepacked
 #include "../../support/random_tensors.hpp"
