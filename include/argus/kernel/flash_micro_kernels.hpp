@@ -61,10 +61,17 @@ struct flash_blocking {
   static constexpr std::size_t value_cols = 6;  // lane_value_block: value_cols × q_vectors
   static constexpr std::size_t row_block = wide ? 6 : 3;  // value block: row_block × col_vectors
   static constexpr std::size_t col_vectors = wide ? 4 : 3;
-  /// The K tile and the V tile together stay within this many bytes, so that both sit in
-  /// L1 (48 KiB here) beside the score tile while every head of a K/V group and every
-  /// register block of the query tile reuses them.
-  static constexpr std::size_t kv_tile_bytes = std::size_t{32} * 1024;
+  /// The K tile and the V tile together stay within this many bytes. AVX-512: 32 KiB, so
+  /// that both sit in a 48 KiB L1 beside the score tile while every head of a K/V group and
+  /// every register block of the query tile reuses them (on an Intel Xeon 6/167, 36 and 40
+  /// KiB measured the same or slower). 16-register targets: 48 KiB (96 keys at d 64 float).
+  /// Their query, score and accumulator tiles are a quarter the size (16 query rows), so a
+  /// tile's fixed costs (each row set's query and accumulator tiles fetched again, the
+  /// softmax's per-column steps) weigh more against its products: on Zen 3 (32 KiB L1d, where
+  /// neither size stays in L1) 96 keys made the core 1.6-2.3 % faster than 60 on 1 thread,
+  /// 0.9-2.3 % on 2, the MHA's kernels 0.4-1.1 %; 126 keys no faster than 96, 30 keys 5 %
+  /// slower; on Zen 4's AVX2 build 96 keys measured 1.006 (docs/performance.md).
+  static constexpr std::size_t kv_tile_bytes = std::size_t{wide ? 32 : 48} * 1024;
   /// Query rows (over the heads of a K/V group) that one work item of flash_attention
   /// holds, in whole query tiles, when there are items enough for the threads: every K/V
   /// tile it fetches, cache lines and pages, serves that many rows. With K and V rows 2 KiB
@@ -79,7 +86,7 @@ struct flash_blocking {
   static constexpr std::size_t dot_rows = q_tile / 4;
 
   /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles
-  /// fit kv_tile_bytes (60 keys at d = 64 float, 30 at d = 128).
+  /// fit kv_tile_bytes (at d = 64 float: 60 keys with AVX-512, 96 elsewhere).
   static constexpr std::size_t k_tile(std::size_t d_k, std::size_t d_v) noexcept {
     const std::size_t keys = kv_tile_bytes / ((d_k + d_v) * sizeof(T)) / key_block * key_block;
     return std::clamp(keys, key_block, 16 * key_block);
