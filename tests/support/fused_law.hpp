@@ -71,10 +71,7 @@ void module_forward_law() {
                            mha_options{.kv_heads = C::kv_heads, .d_k = C::d_k, .d_v = C::d_v}, T>;
   mha_t mha;
   const double ws = 1.0 / std::sqrt(double(C::d_model));
-  randomize(mha.w_q, 2 * ws), randomize(mha.w_k, 2 * ws), randomize(mha.w_v, ws),
-      randomize(mha.w_o, ws);
-  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1),
-      randomize(mha.b_o, 0.1);
+  randomize_module(mha, 2 * ws, ws, 0.1);
   std::uniform_int_distribution<std::size_t> len(1, 150), bat(1, 2);
   for (int trial = 0; trial < 3; ++trial) {
     const std::size_t b = bat(rng()), sq = len(rng()), skv = len(rng());

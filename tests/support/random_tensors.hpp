@@ -27,6 +27,18 @@ void randomize(tensor<T, S>& t, double scale = 1.0) {
   for (auto& v : t) v = static_cast<T>(nd(rng()));
 }
 
+/// Fills an attention module's weights with normal values: W_Q and W_K of standard deviation
+/// qk_scale, W_V and W_O of v_scale, and its biases, where it has them, of bias_scale (in that
+/// order: one seed, one module).
+template <class M>
+void randomize_module(M& m, double qk_scale, double v_scale, double bias_scale) {
+  randomize(m.w_q, qk_scale), randomize(m.w_k, qk_scale);
+  randomize(m.w_v, v_scale), randomize(m.w_o, v_scale);
+  if constexpr (M::has_bias)
+    randomize(m.b_q, bias_scale), randomize(m.b_k, bias_scale), randomize(m.b_v, bias_scale),
+        randomize(m.b_o, bias_scale);
+}
+
 /// max over elements of |a - b| / (1 + |b|); infinite if either side is not finite.
 template <class A, class B>
 double max_rel_diff(const A& a, const B& b) {

@@ -56,12 +56,11 @@ void same_results(const E& plain, const P& packed) {
   set_num_threads(0);
 }
 
+/// The module's weights at this file's scales: W_Q and W_K twice W_V's and W_O's.
 template <class M>
-void randomize_module(M& m) {
+void randomize_weights(M& m) {
   const double ws = 1.0 / std::sqrt(double(M::d_model));
-  randomize(m.w_q, 2 * ws), randomize(m.w_k, 2 * ws), randomize(m.w_v, ws), randomize(m.w_o, ws);
-  if constexpr (M::has_bias)
-    randomize(m.b_q, 0.1), randomize(m.b_k, 0.1), randomize(m.b_v, 0.1), randomize(m.b_o, 0.1);
+  test::randomize_module(m, 2 * ws, ws, 0.1);
 }
 
 template <class T, std::size_t D, std::size_t H, mha_options O>
@@ -80,7 +79,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(prepacked_forward_is_forward_to_the_bit, C, config
   using M = typename C::module;
   using T = typename M::value_type;
   M mha;
-  randomize_module(mha);
+  randomize_weights(mha);
   const auto served = prepack(mha);
   static_assert(std::is_same_v<std::remove_const_t<decltype(served)>, prepacked_attention<M>>);
   BOOST_TEST(served.bytes() >
@@ -145,7 +144,7 @@ BOOST_AUTO_TEST_CASE(a_packed_weight_copies_a_strided_view) {
 
 BOOST_AUTO_TEST_CASE(a_packed_module_is_a_copy) {
   multi_head_attention<32, 4> mha;
-  randomize_module(mha);
+  randomize_weights(mha);
   tensor<float, shape<batch<>, seq<>, model<32>>> x(2, 17);
   randomize(x);
   const prepacked_attention served(mha);
@@ -180,7 +179,7 @@ BOOST_AUTO_TEST_CASE(explain_says_how_the_panels_are_read) {
   const std::string in_place = "packed panels read in place";
   {  // d_k 64: a multiple of every set's panel width (32 or 16 floats, 8 doubles in portable)
     multi_head_attention<256, 4> mha;
-    randomize_module(mha);
+    randomize_weights(mha);
     tensor<float, shape<batch<>, seq<>, model<256>>> x(1, 8);
     const auto served = prepack(mha);
     for (const std::string& text :
@@ -193,7 +192,7 @@ BOOST_AUTO_TEST_CASE(explain_says_how_the_panels_are_read) {
   {  // d_k 16, half a panel on AVX-512: the split-heads products still read the panels,
      // their tiles straddling two heads (kernel::gemm_nn_split)
     multi_head_attention<64, 4> mha;
-    randomize_module(mha);
+    randomize_weights(mha);
     tensor<float, shape<batch<>, seq<>, model<64>>> x(1, 8);
     const auto served = prepack(mha);
     BOOST_TEST(count(plan_text(served.forward(x), fused), in_place) == 4u);

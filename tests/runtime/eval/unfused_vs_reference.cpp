@@ -20,6 +20,7 @@ namespace {
 
 using test::max_rel_diff;
 using test::randomize;
+using test::randomize_module;
 using test::rng;
 
 template <class T>
@@ -51,9 +52,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(module_with_random_lengths_and_masks, C, module_co
                            mha_options{.kv_heads = C::kv_heads, .d_k = C::d_k, .d_v = C::d_v}, T>;
   mha_t mha;
   const double ws = 1.0 / std::sqrt(double(C::d_model));
-  randomize(mha.w_q, ws), randomize(mha.w_k, ws), randomize(mha.w_v, ws), randomize(mha.w_o, ws);
-  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1),
-      randomize(mha.b_o, 0.1);
+  randomize_module(mha, ws, ws, 0.1);
   std::uniform_int_distribution<std::size_t> len(1, 40), bat(1, 3);
   for (int trial = 0; trial < 4; ++trial) {
     const std::size_t b = bat(rng()), sq = len(rng()), skv = len(rng());
@@ -111,10 +110,7 @@ BOOST_AUTO_TEST_CASE(single_positions_and_single_head_groups) {
   // One key/value head and one position make the split layout row-major already: the split
   // must still own its memory (a dangling view here once returned garbage).
   multi_head_attention<32, 4, mha_options{.kv_heads = 1, .d_k = 12, .d_v = 20}> mha;
-  randomize(mha.w_q, 0.35), randomize(mha.w_k, 0.35), randomize(mha.w_v, 0.18),
-      randomize(mha.w_o, 0.18);
-  randomize(mha.b_q, 0.1), randomize(mha.b_k, 0.1), randomize(mha.b_v, 0.1),
-      randomize(mha.b_o, 0.1);
+  randomize_module(mha, 0.35, 0.18, 0.1);
   for (std::size_t sq : {1u, 53u})
     for (std::size_t skv : {1u, 2u}) {
       tensor<float, shape<batch<>, seq<>, model<32>>> xq(1, sq), xkv(1, skv);  // (1,SEQ,D_MODEL)

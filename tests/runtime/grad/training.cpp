@@ -30,12 +30,11 @@ template <class T, std::size_t W>
 using activation = argus::tensor<T, argus::shape<argus::batch<>, argus::seq<>, argus::model<W>>>;
 using padding_t = argus::tensor<std::uint8_t, argus::shape<argus::batch<>, argus::seq<>>>;
 
+/// The module's weights at this file's scales: every W of 1 / √d_model, biases of 0.5.
 template <class M>
-void randomize_module(M& m) {
+void randomize_weights(M& m) {
   const double s = 1.0 / std::sqrt(double(M::d_model));
-  randomize(m.w_q, s), randomize(m.w_k, s), randomize(m.w_v, s), randomize(m.w_o, s);
-  if constexpr (M::has_bias)
-    randomize(m.b_q, 0.5), randomize(m.b_k, 0.5), randomize(m.b_v, 0.5), randomize(m.b_o, 0.5);
+  argus::test::randomize_module(m, s, s, 0.5);
 }
 
 /// Every tensor of a gradients struct (and of a module), in one order: x_q x_k x_v w_q w_k
@@ -157,7 +156,7 @@ using fd_configs = std::tuple<plain, gqa, cross_no_bias>;
 BOOST_AUTO_TEST_CASE_TEMPLATE(unfused_backward_matches_finite_differences, C, fd_configs) {
   using M = typename C::M;
   M m;
-  randomize_module(m);
+  randomize_weights(m);
   const std::size_t batch = 2, sq = 5, skv = 4;
   activation<double, M::d_model> x_q(batch, sq);
   activation<double, M::kdim> x_k(batch, skv);
@@ -199,7 +198,7 @@ void fused_equals_unfused(std::size_t batch, std::size_t sq, std::size_t skv, in
                           double tol) {
   using M = argus::multi_head_attention<D, H, O, T>;
   M m;
-  randomize_module(m);
+  randomize_weights(m);
   activation<T, D> x_q(batch, sq);
   activation<T, M::kdim> x_k(batch, skv);
   activation<T, M::vdim> x_v(batch, skv);
@@ -276,7 +275,7 @@ BOOST_AUTO_TEST_CASE(fused_backward_equals_unfused_backward) {
 BOOST_AUTO_TEST_CASE(dropout_is_unbiased_and_checked) {
   using M = plain::M;
   M m;
-  randomize_module(m);
+  randomize_weights(m);
   activation<double, M::d_model> x(1, 6);
   randomize(x);
   const auto plain_out = argus::forward_for_training(m, argus::fused, x).output();
@@ -330,7 +329,7 @@ BOOST_AUTO_TEST_CASE(float_gradients_at_large_logits_within_the_documented_bound
   for (const bound b :
        {bound{1, 2, 20, 4e-6, 4e-6, 4e-6}, bound{30, 2000, 10000, 8e-4, 1e-3, 1e-5}}) {
     MD md;
-    randomize_module(md);
+    randomize_weights(md);
     for (auto* w : {&md.w_q, &md.w_k})
       for (double& v : *w) v *= b.scale;
     // The same problem in both types: every double value rounded to float first.
@@ -405,7 +404,7 @@ BOOST_AUTO_TEST_CASE(float_gradients_at_large_logits_within_the_documented_bound
 BOOST_AUTO_TEST_CASE(fully_masked_rows_give_zero_gradients) {
   using M = argus::multi_head_attention<16, 2, argus::mha_options{}, float>;
   M m;
-  randomize_module(m);
+  randomize_weights(m);
   const std::size_t batch = 2, n = 70;
   activation<float, 16> x(batch, n), dout(batch, n);
   randomize(x), randomize(dout);
@@ -462,7 +461,7 @@ BOOST_AUTO_TEST_CASE(heads_with_equal_weights_get_bitwise_equal_gradients) {
   using M = argus::multi_head_attention<32, 4, argus::mha_options{.kv_heads = 2}, float>;
   constexpr std::size_t dk = M::d_k, h = M::heads, g = M::kv_heads;
   M m;
-  randomize_module(m);
+  randomize_weights(m);
   for (std::size_t r = 0; r < 32; ++r)
     for (std::size_t c = 0; c < dk; ++c) {
       for (std::size_t i = 1; i < h; ++i)
