@@ -549,22 +549,26 @@ constexpr bool mask_accepted() {
   } else if constexpr (!padding_batch_equals_batch<E.padding_batch, Batch>) {
     if constexpr (Report)
       static_assert(padding_batch_equals_batch<E.padding_batch, Batch>,
-                    "padding_batch_equals_batch: ignore_keys(padding) has one row per batch item");
+                    "padding_batch_equals_batch: a key padding mask (ignore_keys, or a mask kind's "
+                    "constraints.padding_batch) has one row per batch item");
     return false;
   } else if constexpr (!padding_length_equals_seq_kv<E.padding_keys, SeqKV>) {
     if constexpr (Report)
       static_assert(padding_length_equals_seq_kv<E.padding_keys, SeqKV>,
-                    "padding_length_equals_seq_kv: ignore_keys(padding) has one entry per key");
+                    "padding_length_equals_seq_kv: a key padding mask (ignore_keys, or a "
+                    "mask kind's constraints.padding_keys) has one entry per key");
     return false;
   } else if constexpr (!mask_rows_equal_seq_q<E.rows, SeqQ>) {
     if constexpr (Report)
       static_assert(mask_rows_equal_seq_q<E.rows, SeqQ>,
-                    "mask_rows_equal_seq_q: a (seq_q, seq_kv) mask has one row per query");
+                    "mask_rows_equal_seq_q: a (seq_q, seq_kv) mask (ignore_where, "
+                    "add_to_scores, or a mask kind's constraints.rows) has one row per query");
     return false;
   } else if constexpr (!mask_cols_equal_seq_kv<E.cols, SeqKV>) {
     if constexpr (Report)
       static_assert(mask_cols_equal_seq_kv<E.cols, SeqKV>,
-                    "mask_cols_equal_seq_kv: a (seq_q, seq_kv) mask has one column per key");
+                    "mask_cols_equal_seq_kv: a (seq_q, seq_kv) mask (ignore_where, "
+                    "add_to_scores, or a mask kind's constraints.cols) has one column per key");
     return false;
   } else if constexpr (!std::is_void_v<V> && !value_types_agree<V, T>) {
     if constexpr (Report)
