@@ -70,7 +70,8 @@ struct flash_blocking {
   /// softmax's per-column steps) weigh more against its products: on Zen 3 (32 KiB L1d, where
   /// neither size stays in L1) 96 keys made the core 1.1-2.2 % faster than 60 on 1 thread,
   /// 0.7-2.3 % on 2, the MHA's kernels 0.4-1.1 %; 126 keys no faster than 96, 30 keys 5 %
-  /// slower; on Zen 4's AVX2 build 96 keys measured 1.006 (docs/performance.md).
+  /// slower; on Zen 4's AVX2 build 96 keys measured 1.006, the portable kernels (SSE2) on Zen 3
+  /// 0.998 and 1.007 (docs/performance.md).
   static constexpr std::size_t kv_tile_bytes = std::size_t{wide ? 32 : 48} * 1024;
   /// Query rows (over the heads of a K/V group) that one work item of flash_attention
   /// holds, in whole query tiles, when there are items enough for the threads: every K/V
