@@ -1,6 +1,5 @@
 // Golden cases (shared/golden, PyTorch 1.13) through the fused evaluator in float64: the
 // output within 1e-10 relative of the float64 truth.
-#define BOOST_TEST_MODULE golden_fused_double
 #include "../support/golden_mha.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -2,7 +2,6 @@
 // output within the README's tolerances of the float64 truth (attention weights, which the
 // fused loop nest never materialises, are evaluated by the unfused steps of the same policy).
 // labels: memory
-#define BOOST_TEST_MODULE golden_fused_float
 #include "../support/golden_mha.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -2,7 +2,6 @@
 // through forward_for_training and backward: unfused and fused, float32 and float64, each
 // gradient within the README's tolerance of the float64 reference.
 // labels: memory
-#define BOOST_TEST_MODULE golden_grad_mha
 #include "../support/golden_grad.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,5 @@
 // Golden cases (shared/golden, PyTorch 1.13) through the unfused evaluator in float64:
 // output and per-head attention weights within 1e-10 relative of the float64 truth.
-#define BOOST_TEST_MODULE golden_unfused_double
 #include "../support/golden_mha.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,5 @@
 // Golden cases (shared/golden, PyTorch 1.13) through the unfused evaluator in float32:
 // output and per-head attention weights within the README's tolerances of the float64 truth.
-#define BOOST_TEST_MODULE golden_unfused_float
 #include "../support/golden_mha.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,7 +1,6 @@
 // The version has one source: include/argus/config.hpp. CMake reads project(VERSION) from
 // it (CMakeLists.txt) and passes it here as ARGUS_CMAKE_PROJECT_VERSION, so a version
 // written anywhere else, or a header edited without CMake noticing, fails this test.
-#define BOOST_TEST_MODULE unit.config
 #include <argus/config.hpp>
 
 #include <boost/test/unit_test.hpp>

@@ -8,7 +8,6 @@
 // their own scratch (gemm packing buffers, the loop nest's tiles) on first use and keep it:
 // their count is bounded over many calls instead, since which worker first takes a task
 // is up to the scheduler.
-#define BOOST_TEST_MODULE eval_allocations
 #include "../../support/counting_operator_new.hpp"
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>

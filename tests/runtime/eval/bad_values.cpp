@@ -2,7 +2,6 @@
 // evaluator: fused (one and three threads, tiled and decode-shaped), unfused and the double
 // reference. Also: moved-from tensors are empty or rejected with shape_error, never a crash.
 // labels: memory
-#define BOOST_TEST_MODULE eval_bad_values
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 

@@ -6,7 +6,6 @@
 // keys forward; 64 and 256 backward), for the output and for the gradients, fused and
 // unfused; and against what they are for: the last queries of a causal self-attention,
 // computed after cached keys, with and without a window.
-#define BOOST_TEST_MODULE unit.eval.causal_masks
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 #include <argus/grad/training.hpp>

@@ -3,7 +3,6 @@
 // caller gets. Also: for a fixed thread count (1, 2, 3), results are bitwise the same run
 // after run, fused and unfused, with and without masks, for the prefill and decode loop nests.
 // labels: threads
-#define BOOST_TEST_MODULE eval_concurrent_callers
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 

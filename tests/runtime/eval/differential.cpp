@@ -12,7 +12,6 @@
 //   ARGUS_DIFF_CASES=10000 ./unit.eval.differential   long mode (default 200 cases)
 //   ARGUS_DIFF_SEED=<seed> ./unit.eval.differential   replays one case, as printed on failure
 //                                                      (--log_level=message shows what it drew)
-#define BOOST_TEST_MODULE eval_differential
 #include "../../support/agreement.hpp"
 #include "../../support/random_cases.hpp"
 #include <argus/argus.hpp>

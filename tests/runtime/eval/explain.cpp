@@ -1,6 +1,5 @@
 // explain(): the plan of an expression under each policy -- which steps fuse, and the bytes
 // each plan materialises (the unfused plan holds every head's seq_q × seq_kv scores).
-#define BOOST_TEST_MODULE eval_explain
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>

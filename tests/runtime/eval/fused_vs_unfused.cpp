@@ -6,7 +6,6 @@
 // fused_vs_unfused_forms.cpp: the other configurations and forms, and the fallback of
 // patterns that do not match to unfused steps (never to a wrong answer).
 // labels: threads
-#define BOOST_TEST_MODULE eval_fused_vs_unfused
 #include "../../support/fused_law.hpp"
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>

@@ -3,7 +3,6 @@
 // modules of other shapes, decode shapes, large logits, results written into an operand or a
 // caller's tensor, strided weights; and patterns that do not match fall back to unfused steps,
 // never to a wrong answer.
-#define BOOST_TEST_MODULE eval_fused_vs_unfused_forms
 #include "../../support/fused_law.hpp"
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>

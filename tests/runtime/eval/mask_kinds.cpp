@@ -9,7 +9,6 @@
 // a module's forward, and in the loop nest's decode split (few queries, many keys); explain
 // names them and says where they run; their run-time checks throw where mask() is called.
 // Also: masks over scores given as a tensor.
-#define BOOST_TEST_MODULE unit.eval.mask_kinds
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 

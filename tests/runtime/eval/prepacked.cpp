@@ -8,7 +8,6 @@
 // Under TSan the d_model 512 module takes 30-45 s (most of it the instrumented kernels'
 // reads), the other cases together 7 s:
 // sanitized-split: *512ul*
-#define BOOST_TEST_MODULE eval_prepacked
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 

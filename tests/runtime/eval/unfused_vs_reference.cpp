@@ -1,7 +1,6 @@
 // The unfused evaluator against the double-precision reference, on every expression form
 // (stacked, per-head and narrow projections, grouped-query attention, d_k != d_v,
 // cross-attention, every mask kind) and on randomised run-time lengths.
-#define BOOST_TEST_MODULE eval_unfused_vs_reference
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 

@@ -1,7 +1,6 @@
 // Run-time extents that disagree throw argus::shape_error naming both extents, and nothing
 // is written to the output.
 // labels: memory
-#define BOOST_TEST_MODULE expr_runtime_checks
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>

@@ -7,7 +7,6 @@
 // against straight loops that follow the rules in the same double arithmetic: which elements
 // are finite must agree exactly, and the finite ones within 1e-9.
 // labels: memory
-#define BOOST_TEST_MODULE unit.grad.bad_values
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 #include <argus/grad/training.hpp>

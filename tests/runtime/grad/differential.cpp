@@ -17,7 +17,6 @@
 //   ARGUS_GRAD_DIFF_SEED=<seed> ./unit.grad.differential  replays one case, as printed on
 //                                                         failure (--log_level=message: what
 //                                                         it drew)
-#define BOOST_TEST_MODULE unit.grad.differential
 #include "../../support/grad_agreement.hpp"
 #include "../../support/random_cases.hpp"
 #include <argus/argus.hpp>

@@ -2,7 +2,6 @@
 // across steps, and a loss that falls when they follow backward()'s gradients; the checks
 // step makes before it writes anything (hyper-parameters, tensors without storage), and the
 // rules it checks at compile time.
-#define BOOST_TEST_MODULE unit.grad.optimizers
 #include "../../support/messages.hpp"
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>

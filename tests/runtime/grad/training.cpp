@@ -2,7 +2,6 @@
 // finite differences in double; the fused backward against the unfused one on random
 // shapes, masks, dropout, run-time lengths, GQA groups and thread counts; fully masked rows;
 // the run-time check of dout; dropout's checks and its mean.
-#define BOOST_TEST_MODULE unit.grad.training
 #include "../../support/random_tensors.hpp"
 #include <argus/argus.hpp>
 #include <argus/grad/training.hpp>

@@ -5,7 +5,6 @@
 // shape or dtype, a bias the module lacks and the other misfits throw load_error naming the
 // file, the tensor and what was expected, and leave the target module as it was.
 // labels: memory
-#define BOOST_TEST_MODULE unit.io.pytorch_mha
 #include "support/golden_mha.hpp"
 #include "support/messages.hpp"
 #include "support/tensor_files.hpp"

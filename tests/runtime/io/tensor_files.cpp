@@ -2,7 +2,6 @@
 // tensor_files.hpp) read back exactly, in every accepted dtype and version; broken, truncated
 // and unsupported files throw load_error naming the file, the tensor and the problem.
 // labels: memory
-#define BOOST_TEST_MODULE unit.io.tensor_files
 #include "support/tensor_files.hpp"
 
 #include "support/messages.hpp"

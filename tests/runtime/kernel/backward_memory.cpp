@@ -8,7 +8,6 @@
 // either thread may take no item (the calling thread took none in about a third of the runs
 // beside another process), so the count lies between the bound less every thread's tiles
 // (what remains: D and the partial dQ, allocated by the calling thread) and the bound.
-#define BOOST_TEST_MODULE kernel_backward_memory
 #include "../../support/counting_operator_new.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/flash_attention_backward.hpp"

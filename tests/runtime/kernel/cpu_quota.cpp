@@ -3,7 +3,6 @@
 // the process's own cgroup or on an ancestor, containers (a cgroup namespace, or the host's
 // path mounted as the container's root), escaped mount points, and every kind of missing or
 // malformed file, which must read as "no limit" and never throw or crash.
-#define BOOST_TEST_MODULE kernel_cpu_quota
 #include "argus/kernel/cpu_quota.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -7,7 +7,6 @@
 // FMA peak of benchmarks are the variant's, not this file's compilation target.
 // tests/CMakeLists.txt runs this file three times: as is, with ARGUS_ISA=portable, and with an
 // ARGUS_ISA that names no instruction set.
-#define BOOST_TEST_MODULE kernel_dispatch
 // One kernel header alone first, as a benchmark of one kernel includes it: its entry points
 // must be the dispatching ones already. Were they not, this call would instantiate gemm_nn's
 // body here, at the program's width, and instances.hpp below would not compile (an explicit

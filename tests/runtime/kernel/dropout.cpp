@@ -6,7 +6,6 @@
 // backward against the reference's gradients, which central finite differences check in
 // turn; rate 0 and rate 1; the same decisions on 1-3 threads, in the prefill and the decode
 // (keys split over threads) paths.
-#define BOOST_TEST_MODULE kernel_dropout
 #include "argus/kernel/dropout.hpp"
 
 #include "argus/kernel/attention_backward.hpp"

@@ -6,7 +6,6 @@
 // tsan-run: causal_cross_attention<float>
 // tsan-run: strided_views<float>
 // tsan-run: grouped_query_attention_split_over_items<float>
-#define BOOST_TEST_MODULE kernel_flash_attention
 #include "argus/kernel/flash_attention.hpp"
 
 #include "argus/kernel/attention_backward.hpp"

@@ -2,7 +2,6 @@
 // The double-precision reference of its 16 384 products takes minutes at -O0 under a sanitizer:
 // sanitized-options: -O1
 // sanitized-split: *random*
-#define BOOST_TEST_MODULE kernel_gemm
 #include "argus/kernel/gemm.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,4 @@
 // labels: threads
-#define BOOST_TEST_MODULE kernel_parallel
 #include "argus/kernel/parallel.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,4 @@
 // labels: memory
-#define BOOST_TEST_MODULE kernel_softmax_rows
 #include "argus/kernel/softmax_rows.hpp"
 
 #include <boost/test/unit_test.hpp>

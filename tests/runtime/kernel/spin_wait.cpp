@@ -2,7 +2,6 @@
 // argus::set_spin_wait (kernel/parallel.hpp): how long an idle worker polls for the next job
 // before it blocks. A module of its own so that its pool holds exactly one worker (the thread
 // count stays 2), whose state it reads from /proc.
-#define BOOST_TEST_MODULE kernel_spin_wait
 #include "argus/kernel/parallel.hpp"
 
 #include <boost/test/unit_test.hpp>

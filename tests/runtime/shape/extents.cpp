@@ -4,7 +4,6 @@
 // exceeds PTRDIFF_MAX (it would wrap around: a tensor of (2^30, 2^30, 16) got no storage and
 // every evaluator then read through a null pointer). Extents at the bound are accepted.
 // labels: memory
-#define BOOST_TEST_MODULE shape_extents
 #include <argus/shape/shape.hpp>
 #include <argus/tensor/tensor.hpp>
 #include <argus/tensor/tensor_view.hpp>

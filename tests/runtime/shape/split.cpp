@@ -1,7 +1,6 @@
 // shape/split.hpp: split-heads and merge-heads are layout algebra; their post-conditions
 // hold for every coordinate, static and run-time extents, row-major and strided layouts.
 // labels: memory
-#define BOOST_TEST_MODULE shape_split
 #include <argus/shape/split.hpp>
 
 #include <boost/test/unit_test.hpp>

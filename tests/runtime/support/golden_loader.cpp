@@ -2,7 +2,6 @@
 // torch's own float32 results pass the tolerance checks, and malformed copies of a case are
 // rejected with a message that names the file and the problem.
 // labels: memory
-#define BOOST_TEST_MODULE unit.support.golden_loader
 #include "support/golden.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -3,7 +3,6 @@
 // moves (under ASan: every buffer freed with the alignment it was allocated with), the size
 // check, and on Linux that a large buffer's memory is eligible for transparent huge pages
 // (the madvise that saves the MHA a page fault per 4 KiB of its new tensors).
-#define BOOST_TEST_MODULE tensor_aligned_buffer
 #include <argus/tensor/aligned_buffer.hpp>
 
 #include <boost/test/unit_test.hpp>

@@ -5,7 +5,6 @@
 // with static extents segfaulted.
 // defines: ARGUS_CHECKED_ACCESS=1
 // labels: memory
-#define BOOST_TEST_MODULE unit.tensor.checked_access
 #include <argus/argus.hpp>
 
 #include <boost/test/unit_test.hpp>

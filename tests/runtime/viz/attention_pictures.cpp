@@ -7,7 +7,6 @@
 // that are not UTF-8, or cut inside a character, still give UTF-8 text. Label memory: the
 // raster, stb's PNG buffer and the writes run under ASan+UBSan too.
 // labels: memory
-#define BOOST_TEST_MODULE unit.viz.attention_pictures
 #include "support/messages.hpp"
 #include "support/tensor_files.hpp"
 #include <argus/argus.hpp>
