@@ -66,6 +66,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 // The problem types are outside the instruction set's namespace: every set's kernels take
 // the same ones (kernel/isa.hpp).
 namespace argus::kernel {
@@ -484,6 +488,9 @@ tile_cover rows_cover(std::size_t rows, std::size_t n, Row row) noexcept {
 /// AVX-512) and the backward's (64) are whole blocks. ceil(seq_q / 16) · seq_kv bytes, for
 /// the call; the same on every instruction set.
 class pair_mask_summary {
+  /// A register of mask bytes.
+  using byte_vector = std::uint8_t __attribute__((vector_size(simd_bytes)));
+
  public:
   static constexpr std::size_t block = 16;  // queries
   /// Holds nothing (holds() is false) unless p has a pair mask shared by every batch item and
@@ -503,6 +510,21 @@ class pair_mask_summary {
       // byte loop: written so, the summary took a fifth of the loop nest's time at n 4096.)
       constexpr std::uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL, ones = 0x0101010101010101ULL;
       std::size_t j = 0;
+      // A register of keys a step where the target's registers are wider than eight bytes:
+      // a byte compare per row (0.8 ms against 3.8 at n 4096 on Zen 3, AVX2).
+      if constexpr (simd_bytes > sizeof(std::uint64_t)) {
+        for (; j + simd_bytes <= seq_kv_; j += simd_bytes) {
+          byte_vector any{}, every = ~byte_vector{};
+          for (std::size_t r = 0; r < count; ++r) {
+            byte_vector w;
+            std::memcpy(&w, rows + r * p.ignore_row + j, sizeof w);
+            const auto set = (byte_vector)(w != 0);  // 0xFF where the byte is set
+            any |= set, every &= set;
+          }
+          const byte_vector word = (any & 1) | (every & 2);
+          std::memcpy(bits + j, &word, sizeof word);
+        }
+      }
       for (; j + 8 <= seq_kv_; j += 8) {
         std::uint64_t any = 0, every = ones;
         for (std::size_t r = 0; r < count; ++r) {
@@ -543,7 +565,25 @@ class pair_mask_summary {
     std::uint64_t some = 0, every = ~std::uint64_t(0);
     for (std::size_t qb = i_begin / block; qb < (i_end + block - 1) / block; ++qb) {
       const std::uint8_t* x = bits_.data() + qb * seq_kv_ + j0;
+      // The next key tile's bytes, which the loop nest asks for after this tile's products:
+      // a block's bytes of a tile are otherwise an L3 miss each time (the summary is seq_kv
+      // bytes a block, 1 MB at n 4096).
+      for (std::size_t k = n; k < 2 * n && j0 + k < seq_kv_; k += 64) __builtin_prefetch(x + k);
       std::size_t j = 0;
+      if constexpr (simd_bytes > sizeof(std::uint64_t)) {  // a register of keys a step
+        byte_vector vsome{}, vevery = ~byte_vector{};
+        for (; j + simd_bytes <= n; j += simd_bytes) {
+          byte_vector w;
+          std::memcpy(&w, x + j, sizeof w);
+          vsome |= w, vevery &= w;
+        }
+        for (std::size_t k = 0; k < simd_bytes; k += sizeof(std::uint64_t)) {
+          std::uint64_t a, e;
+          std::memcpy(&a, reinterpret_cast<const unsigned char*>(&vsome) + k, sizeof a);
+          std::memcpy(&e, reinterpret_cast<const unsigned char*>(&vevery) + k, sizeof e);
+          some |= a, every &= e;
+        }
+      }
       for (; j + 8 <= n; j += 8) {
         std::uint64_t w;
         std::memcpy(&w, x + j, sizeof w);
@@ -584,10 +624,90 @@ tile_cover pair_mask_cover(const flash_item<T>& it, const row_set<T>& s, std::si
   });
 }
 
+/// Bit j of the result: row[j] != 0, for j < m <= 8 · sizeof(U). Reads row[0, m) only.
+template <class U>
+[[gnu::always_inline]] inline U nonzero_bytes(const std::uint8_t* row, std::size_t m) noexcept {
+  static_assert(std::is_unsigned_v<U>);
+  U bits = 0;
+  std::size_t j = 0;
+#if defined(__AVX2__)
+  for (; j + 32 <= m; j += 32) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + j));
+    const auto zero = static_cast<std::uint32_t>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_setzero_si256())));
+    bits |= static_cast<U>(~zero) << j;
+  }
+#endif
+#if defined(__SSE2__)
+  for (; j + 16 <= m; j += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + j));
+    const auto zero =
+        static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_setzero_si128())));
+    bits |= static_cast<U>(~zero & 0xFFFFU) << j;
+  }
+#endif
+  for (; j < m; ++j) bits |= static_cast<U>(row[j] != 0) << j;
+  return bits;
+}
+
+/// A register of unsigned integers as wide as T, lane for lane (declared outside any template:
+/// a dependent vector_size would be dropped).
+template <class T>
+struct unsigned_lanes;
+template <>
+struct unsigned_lanes<float> {
+  using lane = std::uint32_t;
+  using type = std::uint32_t __attribute__((vector_size(simd_bytes)));
+};
+template <>
+struct unsigned_lanes<double> {
+  using lane = std::uint64_t;
+  using type = std::uint64_t __attribute__((vector_size(simd_bytes)));
+};
+
+/// The pair mask (p.ignore) on the score tile of set s, keys [j0, j0 + n): -inf where it
+/// ignores a pair. A register of rows at a time: each row's bytes for up to 32 keys (64 for
+/// double) become one lane's bits, and each key some row ignores one select on the tile's
+/// row of keys (the tile holds a key's rows side by side, the mask a row's keys).
+template <class T>
+void ignore_pairs(const flash_item<T>& it, const row_set<T>& s, std::size_t j0,
+                  std::size_t n) noexcept {
+  using V = simd<T>;
+  using M = typename V::mask_type;
+  using UM = typename unsigned_lanes<T>::type;  // unsigned: logical shifts
+  using U = typename unsigned_lanes<T>::lane;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile, chunk = 8 * sizeof(U);
+  const attention_problem<T>& p = *it.p;
+  const V minus_inf = V::broadcast(-std::numeric_limits<T>::infinity());
+  const std::uint8_t* base = p.ignore + it.b * p.ignore_batch + j0;
+  for (std::size_t v = 0; v < s.rows; v += w) {
+    const std::size_t rows = std::min(w, s.rows - v);
+    for (std::size_t c = 0; c < n; c += chunk) {
+      const std::size_t m = std::min(chunk, n - c);
+      UM bits{};
+      U any = 0;
+      for (std::size_t l = 0; l < rows; ++l) {
+        const std::size_t r = v + l;
+        const U b =
+            nonzero_bytes<U>(base + s.head[r] * p.ignore_head + s.query[r] * p.ignore_row + c, m);
+        bits[l] = b;
+        any |= b;
+      }
+      T* x = it.scores + c * tile + v;
+      for (std::size_t j = 0; any != 0; ++j, any >>= 1, x += tile) {
+        if ((any & 1) == 0) continue;
+        const M hit = ((bits >> static_cast<U>(j)) & 1U) != 0U;
+        select(hit, minus_inf, V::load(x)).store(x);
+      }
+    }
+  }
+}
+
 /// Applies the masks to the score tile of set s (keys [j0, j0 + n)); false when no mask
-/// touches the tile. The causal test runs on whole registers; the [b][h][i][j] masks, whose
-/// rows run along the keys, are applied one element at a time; the pair mask only where
-/// pairs_ignored (its cover is some: run_item skips the tiles it covers whole).
+/// touches the tile. The causal test runs on whole registers; the additive mask, whose rows
+/// run along the keys, one element at a time; the pair mask a register of rows at a time
+/// (ignore_pairs), only where pairs_ignored (its cover is some: run_item skips the tiles it
+/// covers whole).
 template <class T>
 bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n,
                bool any_key_ignored, bool pairs_ignored) {
@@ -633,12 +753,7 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
   }
   if (p.ignore != nullptr && pairs_ignored) {
     masked = true;
-    for (std::size_t r = 0; r < s.rows; ++r) {
-      const std::uint8_t* ig = p.ignore + it.b * p.ignore_batch + s.head[r] * p.ignore_head +
-                               s.query[r] * p.ignore_row + j0;
-      for (std::size_t j = 0; j < n; ++j)
-        if (ig[j] != 0) st[j * tile + r] = minus_inf;
-    }
+    ignore_pairs(it, s, j0, n);
   }
   if (p.code.apply != nullptr && !p.code.adds) {
     masked = true;
@@ -811,10 +926,6 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
       return {0, tile_cover::all};
     return {n, pairs};
   };
-  // Where a mask may skip a tile for every set (ignore_where, a kind's ignores_block), the
-  // sets are asked first: a tile none computes costs no check of its V rows (a read of the
-  // whole V per item: at n 4096 a fifth of the time of packed documents' loop nest).
-  const bool skips_per_set = p.ignore != nullptr || p.code.ignores_tile != nullptr;
   for (std::size_t j0 = j_begin; j0 < j_end; j0 += it.k_tile) {
     const std::size_t nk = std::min(it.k_tile, j_end - j0);
     if (prefetch != nullptr) prefetch->next();
@@ -823,55 +934,60 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
     const byte_cover keys =
         key_ignore != nullptr ? bytes_cover(key_ignore + j0, nk) : byte_cover{false, false};
     if (keys.every) continue;
-    if (skips_per_set && std::none_of(it.sets, it.sets + it.set_count, [&](const row_set<T>& s) {
-          return plan_set(s, j0, nk).n != 0;
-        }))
-      continue;
     const bool any_key_ignored = keys.any;
     const T* vt = v_base + j0 * p.v_row;
     std::size_t v_row = p.v_row;
-    // The V rows of keys some mask may ignore for some row of the item (padded keys, keys past
-    // a row's causal reach, or any key under a pair or additive mask): one accumulator over
-    // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
-    unclean.rows.clear();
-    const bool pairwise = p.pair_masks();
-    const bool crosses = p.causal && (j0 + nk > causal_reach || j0 < window_start);
-    if (pairwise || crosses || any_key_ignored) {
-      auto may_be_ignored = [&](std::size_t j) {
-        return pairwise || (crosses && (j0 + j >= causal_reach || j0 + j < window_start)) ||
-               (any_key_ignored && key_ignore[j0 + j] != 0);
-      };
-      simd<T> seen = simd<T>::zero();
-      for (std::size_t j = 0; j < nk; ++j)
-        if (may_be_ignored(j)) seen = accumulate_non_finite(vt + j * p.v_row, p.d_v, seen);
-      if (!saw_only_finite(seen))
+    // The tile's V rows are checked (and packed) when the first set that computes the tile
+    // needs them: a tile that every set skips (ignore_where, a kind's ignores_block, a causal
+    // mask) costs no read of its V rows (a read of the whole V per item: at n 4096 a fifth of
+    // the time of packed documents' loop nest), and each set's plan is made once.
+    auto prepare_values = [&] {
+      // The V rows of keys some mask may ignore for some row of the item (padded keys, keys past
+      // a row's causal reach, or any key under a pair or additive mask): one accumulator over
+      // them all, and only when it sees a NaN or an infinity, the rows that are not finite.
+      unclean.rows.clear();
+      const bool pairwise = p.pair_masks();
+      const bool crosses = p.causal && (j0 + nk > causal_reach || j0 < window_start);
+      if (pairwise || crosses || any_key_ignored) {
+        auto may_be_ignored = [&](std::size_t j) {
+          return pairwise || (crosses && (j0 + j >= causal_reach || j0 + j < window_start)) ||
+                 (any_key_ignored && key_ignore[j0 + j] != 0);
+        };
+        simd<T> seen = simd<T>::zero();
         for (std::size_t j = 0; j < nk; ++j)
-          if (may_be_ignored(j) && !all_finite(vt + j * p.v_row, p.d_v)) unclean.rows.push_back(j);
-    }
-    if (!unclean.rows.empty()) {
-      unclean.clean.assign(nk * it.dvp, T(0));
-      for (std::size_t j = 0, u = 0; j < nk; ++j) {
-        if (u < unclean.rows.size() && unclean.rows[u] == j) {
-          ++u;
-          continue;
+          if (may_be_ignored(j)) seen = accumulate_non_finite(vt + j * p.v_row, p.d_v, seen);
+        if (!saw_only_finite(seen))
+          for (std::size_t j = 0; j < nk; ++j)
+            if (may_be_ignored(j) && !all_finite(vt + j * p.v_row, p.d_v))
+              unclean.rows.push_back(j);
+      }
+      if (!unclean.rows.empty()) {
+        unclean.clean.assign(nk * it.dvp, T(0));
+        for (std::size_t j = 0, u = 0; j < nk; ++j) {
+          if (u < unclean.rows.size() && unclean.rows[u] == j) {
+            ++u;
+            continue;
+          }
+          std::copy(vt + j * p.v_row, vt + j * p.v_row + p.d_v, unclean.clean.data() + j * it.dvp);
         }
-        std::copy(vt + j * p.v_row, vt + j * p.v_row + p.d_v, unclean.clean.data() + j * it.dvp);
+        vt = unclean.clean.data();
+        v_row = it.dvp;
+      } else if (it.v_pack != nullptr) {
+        for (std::size_t j = 0; j < nk; ++j) {
+          std::copy(vt + j * p.v_row, vt + j * p.v_row + p.d_v, it.v_pack + j * it.dvp);
+          std::fill(it.v_pack + j * it.dvp + p.d_v, it.v_pack + (j + 1) * it.dvp, T(0));
+        }
+        vt = it.v_pack;
+        v_row = it.dvp;
       }
-      vt = unclean.clean.data();
-      v_row = it.dvp;
-    } else if (it.v_pack != nullptr) {
-      for (std::size_t j = 0; j < nk; ++j) {
-        std::copy(vt + j * p.v_row, vt + j * p.v_row + p.d_v, it.v_pack + j * it.dvp);
-        std::fill(it.v_pack + j * it.dvp + p.d_v, it.v_pack + (j + 1) * it.dvp, T(0));
-      }
-      vt = it.v_pack;
-      v_row = it.dvp;
-    }
+    };
+    bool prepared = false;
     const T* kt = k_base + j0 * p.k_row;
     for (std::size_t si = 0; si < it.set_count; ++si) {
       row_set<T>& s = it.sets[si];
       const auto [n, pairs] = plan_set(s, j0, nk);
       if (n == 0) continue;  // no weight of the tile is other than 0 for the set's rows
+      if (!prepared) prepare_values(), prepared = true;
       if (s.on_lanes())
         score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
       else
