@@ -26,6 +26,8 @@
 //                            ignores whole
 //   BM_core_padded   a padded batch: 4 sequences of n, 3n/4, n/2, n/4 positions padded to n
 //                    (ignore_keys), n 1024, 4096; fused and unfused
+//   BM_core_bias     add_to_scores of a (seq, seq) float tensor, a relative-position bias
+//                    (PyTorch's float attn_mask), n 1024, 4096; fused and unfused
 //   BM_peak_fma      the FMA peak that peak_pct divides by
 // each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
 // (halved for causal; for a window, 4·B·h·d_k times the pairs inside it).
@@ -212,6 +214,26 @@ void padded_row(benchmark::State& state, evaluator ev, const row_args& a) {
   time_ours(state, ev, threads, flops, e, o);
 }
 
+/// One row of h 8, d_k 64 with an additive (seq, seq) float mask: a relative-position bias,
+/// -|i - j| / 64 (an ALiBi slope's shape, shared by the heads), finite everywhere, so every
+/// pair is computed.
+void bias_row(benchmark::State& state, evaluator ev, const row_args& a) {
+  using namespace argus;
+  constexpr std::size_t H = 8, DK = 64;
+  const std::size_t n = a.seq_q(state);
+  const int threads = a.thread_count(state);
+  bench::start_row(threads);
+  tensor<float, shape<batch<>, head<H>, seq<>, head_dim<DK>>> q(1, n), k(1, n), v(1, n), o(1, n);
+  fill_operands(q, k, v);
+  tensor<float, shape<seq<>, seq<>>> bias(n, n);  // (SEQ_Q,SEQ_KV)
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      bias(i, j) = -static_cast<float>(i > j ? i - j : j - i) / 64.0f;
+  const auto e = attend(softmax(mask(scores(q, k), add_to_scores(bias))), v);
+  const double flops = bench::core_flops(1, H, n, n, DK, DK, false);
+  time_ours(state, ev, threads, flops, e, o);
+}
+
 std::vector<std::vector<std::int64_t>> cross_product(const std::vector<std::int64_t>& ns,
                                                      std::int64_t h,
                                                      std::vector<std::int64_t> extra = {}) {
@@ -262,6 +284,7 @@ const bool registered = [] {
            cross_product({1024, 4096}, 8), ours);
   add_rows("BM_core_padded", padded_row, {"n", "h", "threads"}, cross_product({1024, 4096}, 8),
            ours);
+  add_rows("BM_core_bias", bias_row, {"n", "h", "threads"}, cross_product({1024, 4096}, 8), ours);
   // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
   add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
            cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8),

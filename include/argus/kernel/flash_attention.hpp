@@ -704,11 +704,47 @@ void ignore_pairs(const flash_item<T>& it, const row_set<T>& s, std::size_t j0,
   }
 }
 
+/// The additive mask (p.additive) added to the score tile of set s, keys [j0, j0 + n): a
+/// register of rows by a register of keys at a time, transposed in registers (the mask holds a
+/// row's keys side by side, the tile a key's rows), so that each element is one lane of a
+/// vector add rather than a load, an add and a store of its own across the tile's grain. The
+/// lanes past s.rows add 0; the same sums as element by element.
+template <class T>
+void add_pairs(const flash_item<T>& it, const row_set<T>& s, std::size_t j0,
+               std::size_t n) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  const attention_problem<T>& p = *it.p;
+  const T* base = p.additive + it.b * p.add_batch + j0;
+  for (std::size_t v = 0; v < s.rows; v += w) {
+    const std::size_t rows = std::min(w, s.rows - v);
+    const T* a[w];  // the rows' masks (past `rows`, not read)
+    for (std::size_t l = 0; l < w; ++l)
+      a[l] = l < rows ? base + s.head[v + l] * p.add_head + s.query[v + l] * p.add_row : base;
+    T* x = it.scores + v;
+    for (std::size_t c = 0; c < n; c += w, x += w * tile) {
+      const std::size_t keys = std::min(w, n - c);
+      V block[w];  // unrolled, so that the block stays in registers
+#pragma GCC unroll 16
+      for (std::size_t l = 0; l < w; ++l)
+        block[l] = l >= rows   ? V::zero()
+                   : keys == w ? V::load(a[l] + c)
+                               : V::load_partial(a[l] + c, keys);
+      transpose(block);
+#pragma GCC unroll 16
+      for (std::size_t u = 0; u < w; ++u) {
+        if (u >= keys) break;
+        (V::load(x + u * tile) + block[u]).store(x + u * tile);
+      }
+    }
+  }
+}
+
 /// Applies the masks to the score tile of set s (keys [j0, j0 + n)); false when no mask
-/// touches the tile. The causal test runs on whole registers; the additive mask, whose rows
-/// run along the keys, one element at a time; the pair mask a register of rows at a time
-/// (ignore_pairs), only where pairs_ignored (its cover is some: run_item skips the tiles it
-/// covers whole).
+/// touches the tile. The causal test runs on whole registers; the additive mask a register of
+/// rows by a register of keys at a time (add_pairs); the pair mask a register of rows at a
+/// time (ignore_pairs), only where pairs_ignored (its cover is some: run_item skips the tiles
+/// it covers whole).
 template <class T>
 bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n,
                bool any_key_ignored, bool pairs_ignored) {
@@ -720,11 +756,7 @@ bool mask_tile(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std
   bool masked = false;
   if (p.additive != nullptr) {
     masked = true;
-    for (std::size_t r = 0; r < s.rows; ++r) {
-      const T* a =
-          p.additive + it.b * p.add_batch + s.head[r] * p.add_head + s.query[r] * p.add_row + j0;
-      for (std::size_t j = 0; j < n; ++j) st[j * tile + r] += a[j];
-    }
+    add_pairs(it, s, j0, n);
   }
   if (p.code.apply != nullptr && p.code.adds) {
     masked = true;
