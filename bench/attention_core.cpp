@@ -8,8 +8,8 @@
 //   eigen     the Eigen peer (eigen_attention.hpp): per head Q_h·K_hᵀ, softmax, P·V
 //   onednn    oneDNN (peers/onednn_attention.cpp): per head matmul, softmax, matmul primitives
 //   torch     libtorch (peers/torch_attention.cpp): at::_scaled_dot_product_attention
-// (onednn and torch where the program is built with them, in BM_core only, each checked once
-// against fused: attention_support.hpp, peer_loop).
+// (onednn and torch where the program is built with them, in BM_core and BM_core_bias only,
+// each checked once against fused: attention_support.hpp, peer_loop).
 // Rows (names read BM_core/<evaluator>/n:1024/h:8/threads:1):
 //   BM_core          n = seq_q = seq_kv in 128 ... 8192, h 8, d_k 64
 //   BM_core_causal   causal mask, n 1024 and 4096
@@ -27,7 +27,8 @@
 //   BM_core_padded   a padded batch: 4 sequences of n, 3n/4, n/2, n/4 positions padded to n
 //                    (ignore_keys), n 1024, 4096; fused and unfused
 //   BM_core_bias     add_to_scores of a (seq, seq) float tensor, a relative-position bias
-//                    (PyTorch's float attn_mask), n 1024, 4096; fused and unfused
+//                    (PyTorch's float attn_mask), n 1024, 4096; fused and unfused, and the
+//                    peers with the same mask (their attn_mask, a binary_add post-op)
 //   BM_peak_fma      the FMA peak that peak_pct divides by
 // each at threads 1 and 2. Counters: attention_support.hpp; flops 4·B·h·n_q·n_kv·d_k
 // (halved for causal; for a window, 4·B·h·d_k times the pairs inside it).
@@ -231,6 +232,15 @@ void bias_row(benchmark::State& state, evaluator ev, const row_args& a) {
       bias(i, j) = -static_cast<float>(i > j ? i - j : j - i) / 64.0f;
   const auto e = attend(softmax(mask(scores(q, k), add_to_scores(bias))), v);
   const double flops = bench::core_flops(1, H, n, n, DK, DK, false);
+  if (ev == evaluator::onednn || ev == evaluator::torch) {
+    bench::peers::core_problem p{1, H, n, n, DK, q.data(), k.data(), v.data(), o.data()};
+    p.additive = bias.data();
+    bench::peer_loop(state, threads, flops,
+                     ev == evaluator::onednn ? bench::peers::onednn_core(p, threads)
+                                             : bench::peers::torch_core(p, threads),
+                     evaluate(e, fused));
+    return;
+  }
   time_ours(state, ev, threads, flops, e, o);
 }
 
@@ -288,6 +298,8 @@ const bool registered = [] {
   // The library peers last: libtorch, once loaded, stays resident (peers/peers.hpp).
   add_rows("BM_core", core_row<8, 8, 64, false>, {"n", "h", "threads"},
            cross_product({128, 256, 512, 1024, 2048, 4096, 8192}, 8),
+           argus::bench::peer_evaluators());
+  add_rows("BM_core_bias", bias_row, {"n", "h", "threads"}, cross_product({1024, 4096}, 8),
            argus::bench::peer_evaluators());
   return true;
 }();

@@ -11,7 +11,8 @@
 //         1/√d_k scale as the output-scale attribute), softmax over the rows of S in place
 //         (softmax_forward, forward_inference), O_h = S·V_h (matmul) into the head's block of
 //         the output. One S of (seq_q × seq_kv) floats, reused by every head; each primitive
-//         is threaded inside.
+//         is threaded inside. An additive mask (core_problem::additive, PyTorch's float
+//         attn_mask) is a binary_add post-op of the first matmul, after its output scale.
 //   MHA   Q = x_q·W_q + b_q, K, V likewise from x_kv, each one matmul primitive with a bias
 //         over all rows; the core as above on the heads' column blocks of Q, K, V (rows
 //         d_model apart), writing the heads' column blocks of the concatenation C; then
@@ -36,6 +37,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace argus::bench::peers {
@@ -104,16 +106,18 @@ struct head_core {
   };
   dnnl::matmul scores, pv;
   dnnl::softmax_forward softmax;
-  memory s;  // (SEQ_Q,SEQ_KV): the scores of one head
+  memory s;     // (SEQ_Q,SEQ_KV): the scores of one head
+  memory bias;  // (SEQ_Q,SEQ_KV) added to the scaled scores (a binary post-op), or empty
   struct head_memory {
     memory q, kt, v, o;
   };
   std::vector<head_memory> heads;
 
-  /// Rows of Q, K, V, O are q_row, k_row, v_row, o_row floats apart.
+  /// Rows of Q, K, V, O are q_row, k_row, v_row, o_row floats apart; `additive`, where not
+  /// null, (seq_q, seq_kv) added to every head's scaled scores.
   head_core(context& c, std::size_t seq_q, std::size_t seq_kv, std::size_t d_k, std::size_t q_row,
             std::size_t k_row, std::size_t v_row, std::size_t o_row,
-            const std::vector<pointers>& ptrs) {
+            const std::vector<pointers>& ptrs, const float* additive = nullptr) {
     const auto q_md = matrix(seq_q, d_k, q_row);
     const auto kt_md = matrix(seq_kv, d_k, k_row, /*transposed=*/true);  // (D_K,SEQ_KV)
     const auto s_md = memory::desc({dim(seq_q), dim(seq_kv)}, f32, tag::ab);
@@ -121,6 +125,12 @@ struct head_core {
     const auto o_md = matrix(seq_q, d_k, o_row);
     dnnl::primitive_attr scaled = context::attr();
     scaled.set_output_scales(0, {1.0f / std::sqrt(float(d_k))});
+    if (additive != nullptr) {  // applied after the output scale
+      dnnl::post_ops add;
+      add.append_binary(dnnl::algorithm::binary_add, s_md);
+      scaled.set_post_ops(add);
+      bias = c.wrap(s_md, additive);
+    }
     scores =
         dnnl::matmul(c.need(dnnl::matmul::primitive_desc({q_md, kt_md, s_md}, scaled, c.engine)));
     softmax = dnnl::softmax_forward(c.need(dnnl::softmax_forward::primitive_desc(
@@ -136,10 +146,12 @@ struct head_core {
 
   void run(context& c) {
     for (head_memory& h : heads) {
-      scores.execute(c.stream, {{DNNL_ARG_SRC, h.q},
-                                {DNNL_ARG_WEIGHTS, h.kt},
-                                {DNNL_ARG_DST, s},
-                                {DNNL_ARG_SCRATCHPAD, c.scratch}});
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, h.q},
+                                           {DNNL_ARG_WEIGHTS, h.kt},
+                                           {DNNL_ARG_DST, s},
+                                           {DNNL_ARG_SCRATCHPAD, c.scratch}};
+      if (bias) args.insert({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bias});
+      scores.execute(c.stream, args);
       softmax.execute(c.stream,
                       {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, s}, {DNNL_ARG_SCRATCHPAD, c.scratch}});
       pv.execute(c.stream, {{DNNL_ARG_SRC, s},
@@ -212,11 +224,12 @@ peer_call onednn_core(const core_problem& p, int threads) {
       ptrs.push_back({p.q + bh * p.seq_q * d, p.k + bh * p.seq_kv * d, p.v + bh * p.seq_kv * d,
                       p.o + bh * p.seq_q * d});
     }
-  st->core = std::make_unique<head_core>(st->c, p.seq_q, p.seq_kv, d, d, d, d, d, ptrs);
+  st->core = std::make_unique<head_core>(st->c, p.seq_q, p.seq_kv, d, d, d, d, d, ptrs, p.additive);
   st->c.allocate_scratch();
   peer_call call;
   call.bytes_materialised = st->core->bytes() + double(st->c.scratch_bytes);
-  call.description = version_words() + ", " + words;
+  call.description = version_words() + ", " + words +
+                     (p.additive != nullptr ? ", attn_mask as a binary_add post-op" : "");
   call.run = [s = st.get()] {
     s->core->run(s->c);
     s->c.stream.wait();

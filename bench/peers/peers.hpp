@@ -49,6 +49,9 @@ struct core_problem {
   std::size_t batch, heads, seq_q, seq_kv, d_k;
   const float *q, *k, *v;
   float* o;
+  /// (seq_q, seq_kv), added to every head's scaled scores (PyTorch's float attn_mask), or
+  /// null.
+  const float* additive = nullptr;
 };
 
 struct mha_problem {

@@ -9,10 +9,11 @@
 //   core  at::_scaled_dot_product_attention(q, k, v) on (batch, heads, seq, d_k) tensors: the
 //         scaled-dot-product attention libtorch 1.13 ships (public as
 //         torch::nn::functional::scaled_dot_product_attention only from 2.0); need_attn_weights
-//         false, no mask, no dropout. From libtorch 2.0 on (where the 1.13 operator is gone),
-//         at::scaled_dot_product_attention(q, k, v), which runs its fused CPU kernel (a
-//         FlashAttention-style loop nest) where the inputs allow. Its result is a new tensor,
-//         which output() returns.
+//         false, no dropout, the additive mask (core_problem::additive) as a float attn_mask of
+//         (seq_q, seq_kv), broadcast over batch and heads, or none. From libtorch 2.0 on (where
+//         the 1.13 operator is gone), at::scaled_dot_product_attention(q, k, v), which runs its
+//         fused CPU kernel (a FlashAttention-style loop nest) where the inputs allow. Its result
+//         is a new tensor, which output() returns.
 //   MHA   torch::nn::MultiheadAttention(d_model, heads), bias on, loaded with argus's weights
 //         (in_proj_weight = [W_qᵀ; W_kᵀ; W_vᵀ], in_proj_bias = [b_q; b_k; b_v],
 //         out_proj = (W_oᵀ, b_o)), forward(x, x, x, {}, need_weights = false): the same
@@ -204,6 +205,7 @@ double measure_bytes(Run&& run, std::size_t result_bytes) {
 peer_call core(const core_problem& p, int threads) {
   struct state {
     at::Tensor q, k, v, o;
+    c10::optional<at::Tensor> mask;  // the float attn_mask, broadcast over batch and heads
   };
   (void)allocator();
   torch::NoGradGuard no_grad;
@@ -212,19 +214,22 @@ peer_call core(const core_problem& p, int threads) {
   st->q = wrap(p.q, {b, h, int64_t(p.seq_q), d});
   st->k = wrap(p.k, {b, h, int64_t(p.seq_kv), d});
   st->v = wrap(p.v, {b, h, int64_t(p.seq_kv), d});
+  if (p.additive != nullptr) st->mask = wrap(p.additive, {int64_t(p.seq_q), int64_t(p.seq_kv)});
   peer_call call;
 #if TORCH_VERSION_MAJOR >= 2
   call.description = setup_words(threads) + ", scaled_dot_product_attention";
 #else
   call.description = setup_words(threads) + ", _scaled_dot_product_attention";
 #endif
+  if (p.additive != nullptr) call.description += ", a float attn_mask";
   call.run = [s = st.get()] {
     torch::NoGradGuard no_grad;
     s->o.reset();  // the previous result, freed before the call as a user's loop would
 #if TORCH_VERSION_MAJOR >= 2
-    s->o = at::scaled_dot_product_attention(s->q, s->k, s->v);
+    s->o = at::scaled_dot_product_attention(s->q, s->k, s->v, s->mask);
 #else
-    s->o = std::get<0>(at::_scaled_dot_product_attention(s->q, s->k, s->v, {}, 0.0, false, false));
+    s->o = std::get<0>(
+        at::_scaled_dot_product_attention(s->q, s->k, s->v, s->mask, 0.0, false, false));
 #endif
   };
   call.bytes_materialised = measure_bytes(call.run, p.batch * p.heads * p.seq_q * p.d_k * 4);
