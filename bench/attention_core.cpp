@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -55,6 +56,18 @@ void fill_operands(Q& q, K& k, V& v) {
   argus::bench::fill_random(q.data(), q.size(), 1, 1.0f);
   argus::bench::fill_random(k.data(), k.size(), 2, 1.0f);
   argus::bench::fill_random(v.data(), v.size(), 3, 1.0f);
+}
+
+/// Times the library peer ev (onednn or torch) on problem p, after checking it against
+/// `reference` (argus's fused output; attention_support.hpp, peer_loop).
+template <class R>
+void time_peer_core(benchmark::State& state, evaluator ev, int threads, double flops,
+                    const argus::bench::peers::core_problem& p, R reference) {
+  namespace peers = argus::bench::peers;
+  argus::bench::peer_loop(
+      state, threads, flops,
+      ev == evaluator::onednn ? peers::onednn_core(p, threads) : peers::torch_core(p, threads),
+      std::move(reference));
 }
 
 /// One row: H query heads over G key/value heads of width DK; Causal: the causal mask, with a
@@ -117,10 +130,7 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
       } else {
         const bench::peers::core_problem p{1,        H,        sq,       skv,     DK,
                                            q.data(), k.data(), v.data(), o.data()};
-        bench::peer_loop(state, threads, flops,
-                         ev == evaluator::onednn ? bench::peers::onednn_core(p, threads)
-                                                 : bench::peers::torch_core(p, threads),
-                         evaluate(e, fused));
+        time_peer_core(state, ev, threads, flops, p, evaluate(e, fused));
       }
       return;
   }
@@ -235,10 +245,7 @@ void bias_row(benchmark::State& state, evaluator ev, const row_args& a) {
   if (ev == evaluator::onednn || ev == evaluator::torch) {
     bench::peers::core_problem p{1, H, n, n, DK, q.data(), k.data(), v.data(), o.data()};
     p.additive = bias.data();
-    bench::peer_loop(state, threads, flops,
-                     ev == evaluator::onednn ? bench::peers::onednn_core(p, threads)
-                                             : bench::peers::torch_core(p, threads),
-                     evaluate(e, fused));
+    time_peer_core(state, ev, threads, flops, p, evaluate(e, fused));
     return;
   }
   time_ours(state, ev, threads, flops, e, o);
