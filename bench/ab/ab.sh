@@ -22,6 +22,9 @@
 #   --opt=FLAG    the optimisation flag (default -O3, as the benchmarks; ctest tools.ab, which
 #                 checks the tool and not the kernels' speed, takes -O0: the least compiling)
 #   --keep        keep the temporary directory, and print it
+#   --build-only=PATH   build the program, copy it to PATH and stop: no workload is run (the
+#                 program takes a workload as its arguments: PATH attention 1024 40 0 1 --peak;
+#                 bench/ab/targets.sh builds its programs so, then runs them)
 #
 # Only the code inside argus::kernel's ISA namespace (ARGUS_KERNEL_ISA_NAMESPACE: the
 # kernels) is kept apart. What lies outside it, such as the thread pool (kernel/parallel.hpp),
@@ -29,19 +32,20 @@
 # both sides or on neither; the script lists the headers that differ between the revisions.
 set -euo pipefail
 
-march=native cxx=g++-12 opt=-O3 keep=0
+march=native cxx=g++-12 opt=-O3 keep=0 build_only=
 while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --march=*) march=${1#--march=} ;;
     --cxx=*) cxx=${1#--cxx=} ;;
     --opt=*) opt=${1#--opt=} ;;
     --keep) keep=1 ;;
+    --build-only=*) build_only=${1#--build-only=} ;;
     *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2
@@ -95,6 +99,11 @@ echo "ab.sh: A = $rev_a, B = $rev_b; $cxx ${flags[*]}"
 wait %1
 wait %2
 "$cxx" "${flags[@]}" "$tmp/main.o" "$tmp/a.o" "$tmp/b.o" -o "$tmp/ab"
+if [[ -n $build_only ]]; then
+  cp "$tmp/ab" "$build_only"
+  echo "ab.sh: built $build_only"
+  exit 0
+fi
 # Each workload of the `+`-separated list in turn.
 one=()
 for arg in "${workload[@]}" +; do
