@@ -8,8 +8,10 @@
 //   eigen     the Eigen peer (eigen_attention.hpp): per head Q_h·K_hᵀ, softmax, P·V
 //   onednn    oneDNN (peers/onednn_attention.cpp): per head matmul, softmax, matmul primitives
 //   torch     libtorch (peers/torch_attention.cpp): at::_scaled_dot_product_attention
-// (onednn and torch where the program is built with them, in BM_core and BM_core_bias only,
-// each checked once against fused: attention_support.hpp, peer_loop).
+// (onednn and torch where the program is built with them, in BM_core, BM_core_causal,
+// BM_core_window and BM_core_bias, each checked once against fused: attention_support.hpp,
+// peer_loop; the masks as each library's user writes them: is_causal, or a 0 / -inf matrix
+// for the window and for oneDNN's causal mask).
 // Rows (names read BM_core/<evaluator>/n:1024/h:8/threads:1):
 //   BM_core          n = seq_q = seq_kv in 128 ... 8192, h 8, d_k 64
 //   BM_core_causal   causal mask, n 1024 and 4096
@@ -40,6 +42,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -125,11 +128,21 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
       break;
     case evaluator::onednn:
     case evaluator::torch:
-      if constexpr (G != H || Causal) {
-        state.SkipWithError("the library peers run plain self-attention only (h = kv_h, no mask)");
+      if constexpr (G != H) {
+        state.SkipWithError("the library peers run self-attention with h = kv_h only");
       } else {
-        const bench::peers::core_problem p{1,        H,        sq,       skv,     DK,
-                                           q.data(), k.data(), v.data(), o.data()};
+        bench::peers::core_problem p{1, H, sq, skv, DK, q.data(), k.data(), v.data(), o.data()};
+        std::vector<float> window;    // (SEQ_Q,SEQ_KV): 0 inside the window, -inf outside
+        if constexpr (Window != 0) {  // as a PyTorch user passes it: a float attn_mask
+          window.assign(sq * skv, -std::numeric_limits<float>::infinity());
+          for (std::size_t i = 0; i < sq; ++i)
+            std::fill_n(
+                window.begin() + std::ptrdiff_t(i * skv + (i + 1 - std::min(i + 1, Window))),
+                std::min(i + 1, Window), 0.0f);
+          p.additive = window.data();
+        } else {
+          p.causal = Causal;
+        }
         time_peer_core(state, ev, threads, flops, p, evaluate(e, fused));
       }
       return;
@@ -308,6 +321,10 @@ const bool registered = [] {
            argus::bench::peer_evaluators());
   add_rows("BM_core_bias", bias_row, {"n", "h", "threads"}, cross_product({1024, 4096}, 8),
            argus::bench::peer_evaluators());
+  add_rows("BM_core_causal", core_row<8, 8, 64, true>, {"n", "h", "threads"},
+           cross_product({1024, 4096}, 8), argus::bench::peer_evaluators());
+  add_rows("BM_core_window", core_row<8, 8, 64, true, 512>, {"n", "h", "threads"},
+           cross_product({4096, 8192}, 8), argus::bench::peer_evaluators());
   return true;
 }();
 

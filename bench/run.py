@@ -17,8 +17,8 @@ What `make bench` runs (after building the release preset):
    repetitions of all rows in a random order.
 2. Prints, per matching row (same family and arguments), the time of fused against unfused,
    eigen, and the library peers onednn and torch where the programs have them (BM_core,
-   BM_core_bias, BM_mha; bench/peers/), a peer table, and runs Google Benchmark's own
-   /usr/share/benchmark/compare.py in `filters` mode on the same JSON.
+   BM_core_causal, BM_core_window, BM_core_bias, BM_mha; bench/peers/), a peer table, and runs
+   Google Benchmark's own /usr/share/benchmark/compare.py in `filters` mode on the same JSON.
 3. Draws docs/img/gflops_vs_n.png, peak_pct_vs_n.png and time_vs_h.png (matplotlib, Agg), and
    where the run has a library peer, peers_vs_n.png.
 4. Writes bench/results/summary.md: the tables in Markdown, the issue targets, the compile table.

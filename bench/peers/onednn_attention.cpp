@@ -12,7 +12,8 @@
 //         (softmax_forward, forward_inference), O_h = S·V_h (matmul) into the head's block of
 //         the output. One S of (seq_q × seq_kv) floats, reused by every head; each primitive
 //         is threaded inside. An additive mask (core_problem::additive, PyTorch's float
-//         attn_mask) is a binary_add post-op of the first matmul, after its output scale.
+//         attn_mask) is a binary_add post-op of the first matmul, after its output scale; the
+//         causal mask (core_problem::causal) the same post-op of a 0 / -inf matrix made once.
 //   MHA   Q = x_q·W_q + b_q, K, V likewise from x_kv, each one matmul primitive with a bias
 //         over all rows; the core as above on the heads' column blocks of Q, K, V (rows
 //         d_model apart), writing the heads' column blocks of the concatenation C; then
@@ -35,6 +36,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -213,6 +215,7 @@ peer_call onednn_core(const core_problem& p, int threads) {
   struct state {
     context c;
     std::unique_ptr<head_core> core;
+    std::vector<float> causal;  // (SEQ_Q,SEQ_KV): 0 where a key is visible, -inf above the diagonal
   };
   auto st = std::make_shared<state>();
   const std::string words = threading_words(threads);
@@ -224,12 +227,25 @@ peer_call onednn_core(const core_problem& p, int threads) {
       ptrs.push_back({p.q + bh * p.seq_q * d, p.k + bh * p.seq_kv * d, p.v + bh * p.seq_kv * d,
                       p.o + bh * p.seq_q * d});
     }
-  st->core = std::make_unique<head_core>(st->c, p.seq_q, p.seq_kv, d, d, d, d, d, ptrs, p.additive);
+  // oneDNN 2.6's primitives have no causal mask (its graph API's SDPA pattern came later):
+  // a user adds one as the bias of the scores' matmul, as for any other mask.
+  const float* additive = p.additive;
+  if (p.causal) {
+    st->causal.assign(p.seq_q * p.seq_kv, 0.0f);
+    for (std::size_t i = 0; i < p.seq_q; ++i)
+      std::fill(st->causal.begin() + std::ptrdiff_t(i * p.seq_kv + i + 1),
+                st->causal.begin() + std::ptrdiff_t((i + 1) * p.seq_kv),
+                -std::numeric_limits<float>::infinity());
+    additive = st->causal.data();
+  }
+  st->core = std::make_unique<head_core>(st->c, p.seq_q, p.seq_kv, d, d, d, d, d, ptrs, additive);
   st->c.allocate_scratch();
   peer_call call;
   call.bytes_materialised = st->core->bytes() + double(st->c.scratch_bytes);
   call.description = version_words() + ", " + words +
-                     (p.additive != nullptr ? ", attn_mask as a binary_add post-op" : "");
+                     (p.causal ? ", the causal mask (0 / -inf) as a binary_add post-op"
+                      : p.additive != nullptr ? ", attn_mask as a binary_add post-op"
+                                              : "");
   call.run = [s = st.get()] {
     s->core->run(s->c);
     s->c.stream.wait();

@@ -52,6 +52,10 @@ struct core_problem {
   /// (seq_q, seq_kv), added to every head's scaled scores (PyTorch's float attn_mask), or
   /// null.
   const float* additive = nullptr;
+  /// The causal mask, query i seeing keys j <= i (seq_q == seq_kv): libtorch's is_causal,
+  /// oneDNN's binary_add post-op of 0 / -inf. Not together with `additive` (a row whose mask
+  /// has both passes their sum as `additive`).
+  bool causal = false;
 };
 
 struct mha_problem {

@@ -10,7 +10,8 @@
 //         scaled-dot-product attention libtorch 1.13 ships (public as
 //         torch::nn::functional::scaled_dot_product_attention only from 2.0); need_attn_weights
 //         false, no dropout, the additive mask (core_problem::additive) as a float attn_mask of
-//         (seq_q, seq_kv), broadcast over batch and heads, or none. From libtorch 2.0 on (where
+//         (seq_q, seq_kv), broadcast over batch and heads, or none; is_causal for the causal
+//         mask (core_problem::causal). From libtorch 2.0 on (where
 //         the 1.13 operator is gone), at::scaled_dot_product_attention(q, k, v), which runs its
 //         fused CPU kernel (a FlashAttention-style loop nest) where the inputs allow. Its result
 //         is a new tensor, which output() returns.
@@ -222,14 +223,15 @@ peer_call core(const core_problem& p, int threads) {
   call.description = setup_words(threads) + ", _scaled_dot_product_attention";
 #endif
   if (p.additive != nullptr) call.description += ", a float attn_mask";
-  call.run = [s = st.get()] {
+  if (p.causal) call.description += ", is_causal";
+  call.run = [s = st.get(), causal = p.causal] {
     torch::NoGradGuard no_grad;
     s->o.reset();  // the previous result, freed before the call as a user's loop would
 #if TORCH_VERSION_MAJOR >= 2
-    s->o = at::scaled_dot_product_attention(s->q, s->k, s->v, s->mask);
+    s->o = at::scaled_dot_product_attention(s->q, s->k, s->v, s->mask, 0.0, causal);
 #else
     s->o = std::get<0>(
-        at::_scaled_dot_product_attention(s->q, s->k, s->v, s->mask, 0.0, false, false));
+        at::_scaled_dot_product_attention(s->q, s->k, s->v, s->mask, 0.0, false, causal));
 #endif
   };
   call.bytes_materialised = measure_bytes(call.run, p.batch * p.heads * p.seq_q * p.d_k * 4);
