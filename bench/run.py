@@ -20,7 +20,9 @@ What `make bench` runs (after building the release preset):
    BM_core_causal, BM_core_window, BM_core_bias, BM_mha; bench/peers/), a peer table, and runs
    Google Benchmark's own /usr/share/benchmark/compare.py in `filters` mode on the same JSON.
 3. Draws docs/img/gflops_vs_n.png, peak_pct_vs_n.png and time_vs_h.png (matplotlib, Agg), and
-   where the run has a library peer, peers_vs_n.png.
+   where the run has a library peer, peers_vs_n.png; a --quick or --filter run draws them into
+   bench/results/img/ instead, so that its short, partial figures never replace the plots
+   docs/performance.md shows.
 4. Writes bench/results/summary.md: the tables in Markdown, the issue targets, the compile table.
 5. Unless --no-compile, runs bench/compile/measure.py (compile time of the full MHA program
    with g++-12 and clang++-14), which writes bench/results/compile.json.
@@ -523,7 +525,7 @@ def series(table, family, x_arg, threads, key):
     return {e: sorted(v) for e, v in out.items()}
 
 
-def plots(core, mha, peaks):
+def plots(core, mha, peaks, img=IMG):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -532,7 +534,7 @@ def plots(core, mha, peaks):
     except ImportError as e:
         print("run.py: no plots (%s); `make deps` installs python3-matplotlib" % e)
         return []
-    os.makedirs(IMG, exist_ok=True)
+    os.makedirs(img, exist_ok=True)
     written = []
 
     def n_axis(ax, xs):
@@ -570,7 +572,7 @@ def plots(core, mha, peaks):
                 ax.legend(fontsize=8, loc="best")
         fig.suptitle(suptitle)
         fig.tight_layout()
-        path = os.path.join(IMG, fname)
+        path = os.path.join(img, fname)
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
@@ -767,7 +769,9 @@ def main():
             if baseline in present(table):
                 run_compare_py(stem, baseline, "fused")
 
-    for p in plots(core_rows, mha_rows, peaks):
+    # A short or partial run's plots stay beside its JSON: docs/img holds a full run's.
+    img = os.path.join(RESULTS, "img") if args.quick or args.filter else IMG
+    for p in plots(core_rows, mha_rows, peaks, img):
         print("run.py: wrote", os.path.relpath(p, ROOT))
 
     if not args.no_compile and not args.report_only:
