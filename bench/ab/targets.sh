@@ -86,9 +86,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/argus_targets.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 # Is native more than AVX2? Then x86-64-v3 is a second build (the AVX2 kernels of this CPU).
+# (The macros are read whole first: grep -q in a pipe could end the compiler's output with
+# SIGPIPE, which pipefail would take for a machine without AVX-512.)
 marches=(native)
-if [[ $native_only == 0 ]] &&
-  "$cxx" -march=native -dM -E -x c++ /dev/null 2> /dev/null | grep -q '__AVX512F__'; then
+macros=$("$cxx" -march=native -dM -E -x c++ /dev/null 2> /dev/null || true)
+if [[ $native_only == 0 && $macros == *__AVX512F__* ]]; then
   marches+=(x86-64-v3)
 fi
 echo "targets.sh: $("$cxx" --version | head -1); building for ${marches[*]} ($opt)"
