@@ -42,7 +42,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,11 +133,7 @@ void core_row(benchmark::State& state, evaluator ev, const row_args& a) {
         bench::peers::core_problem p{1, H, sq, skv, DK, q.data(), k.data(), v.data(), o.data()};
         std::vector<float> window;    // (SEQ_Q,SEQ_KV): 0 inside the window, -inf outside
         if constexpr (Window != 0) {  // as a PyTorch user passes it: a float attn_mask
-          window.assign(sq * skv, -std::numeric_limits<float>::infinity());
-          for (std::size_t i = 0; i < sq; ++i)
-            std::fill_n(
-                window.begin() + std::ptrdiff_t(i * skv + (i + 1 - std::min(i + 1, Window))),
-                std::min(i + 1, Window), 0.0f);
+          window = bench::peers::band_mask(sq, skv, Window);
           p.additive = window.data();
         } else {
           p.causal = Causal;

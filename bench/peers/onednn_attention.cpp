@@ -36,7 +36,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -212,6 +211,7 @@ std::string version_words() {
 }  // namespace
 
 peer_call onednn_core(const core_problem& p, int threads) {
+  if (peer_call refused = mask_conflict(p); !refused.description.empty()) return refused;
   struct state {
     context c;
     std::unique_ptr<head_core> core;
@@ -231,11 +231,7 @@ peer_call onednn_core(const core_problem& p, int threads) {
   // a user adds one as the bias of the scores' matmul, as for any other mask.
   const float* additive = p.additive;
   if (p.causal) {
-    st->causal.assign(p.seq_q * p.seq_kv, 0.0f);
-    for (std::size_t i = 0; i < p.seq_q; ++i)
-      std::fill(st->causal.begin() + std::ptrdiff_t(i * p.seq_kv + i + 1),
-                st->causal.begin() + std::ptrdiff_t((i + 1) * p.seq_kv),
-                -std::numeric_limits<float>::infinity());
+    st->causal = band_mask(p.seq_q, p.seq_kv, p.seq_kv);
     additive = st->causal.data();
   }
   st->core = std::make_unique<head_core>(st->c, p.seq_q, p.seq_kv, d, d, d, d, d, ptrs, additive);

@@ -23,10 +23,13 @@
 #include <dlfcn.h>
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace argus::bench::peers {
 
@@ -53,10 +56,31 @@ struct core_problem {
   /// null.
   const float* additive = nullptr;
   /// The causal mask, query i seeing keys j <= i (seq_q == seq_kv): libtorch's is_causal,
-  /// oneDNN's binary_add post-op of 0 / -inf. Not together with `additive` (a row whose mask
-  /// has both passes their sum as `additive`).
+  /// oneDNN's binary_add post-op of band_mask(seq_q, seq_kv, seq_kv). Not together with
+  /// `additive` (a row whose mask has both passes their sum as `additive`): a peer refuses
+  /// such a problem (mask_conflict).
   bool causal = false;
 };
+
+/// (seq_q, seq_kv) floats for seq_q == seq_kv, 0 where query i sees key j, i - window < j <=
+/// i, and -inf elsewhere: a sliding window as an additive mask (window seq_kv: the causal mask).
+inline std::vector<float> band_mask(std::size_t seq_q, std::size_t seq_kv, std::size_t window) {
+  std::vector<float> m(seq_q * seq_kv, -std::numeric_limits<float>::infinity());
+  for (std::size_t i = 0; i < seq_q && i < seq_kv; ++i) {
+    const std::size_t seen = std::min(i + 1, window);
+    std::fill_n(m.begin() + std::ptrdiff_t(i * seq_kv + i + 1 - seen), seen, 0.0f);
+  }
+  return m;
+}
+
+/// The refusal of a core_problem with both masks set (its run empty, the reason in its
+/// description), or an empty call where the problem is well-formed.
+inline peer_call mask_conflict(const core_problem& p) {
+  peer_call refused;
+  if (p.causal && p.additive != nullptr)
+    refused.description = "core_problem sets both causal and additive: pass their sum as additive";
+  return refused;
+}
 
 struct mha_problem {
   std::size_t batch, seq_q, seq_kv, d_model, heads;

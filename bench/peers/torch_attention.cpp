@@ -11,10 +11,10 @@
 //         torch::nn::functional::scaled_dot_product_attention only from 2.0); need_attn_weights
 //         false, no dropout, the additive mask (core_problem::additive) as a float attn_mask of
 //         (seq_q, seq_kv), broadcast over batch and heads, or none; is_causal for the causal
-//         mask (core_problem::causal). From libtorch 2.0 on (where
-//         the 1.13 operator is gone), at::scaled_dot_product_attention(q, k, v), which runs its
-//         fused CPU kernel (a FlashAttention-style loop nest) where the inputs allow. Its result
-//         is a new tensor, which output() returns.
+//         mask (core_problem::causal). From libtorch 2.0 on (where the 1.13 operator is gone),
+//         at::scaled_dot_product_attention(q, k, v), which runs its fused CPU kernel (a
+//         FlashAttention-style loop nest) where the inputs allow. Its result is a new tensor,
+//         which output() returns.
 //   MHA   torch::nn::MultiheadAttention(d_model, heads), bias on, loaded with argus's weights
 //         (in_proj_weight = [W_qᵀ; W_kᵀ; W_vᵀ], in_proj_bias = [b_q; b_k; b_v],
 //         out_proj = (W_oᵀ, b_o)), forward(x, x, x, {}, need_weights = false): the same
@@ -204,6 +204,7 @@ double measure_bytes(Run&& run, std::size_t result_bytes) {
 }
 
 peer_call core(const core_problem& p, int threads) {
+  if (peer_call refused = mask_conflict(p); !refused.description.empty()) return refused;
   struct state {
     at::Tensor q, k, v, o;
     c10::optional<at::Tensor> mask;  // the float attn_mask, broadcast over batch and heads
