@@ -188,13 +188,13 @@ inline void set_loop_counters(benchmark::State& state, int threads, double flops
   argus::set_num_threads(0);
 }
 
-/// Runs call() once to warm the thread pool and the allocator unless a call is long
-/// (flops > 4e10, some 0.2-1 s), then the timed loop; sets GFLOPS, peak_pct,
-/// bytes_materialised and peak_rss_mb; leaves argus's thread count at its default.
+/// Runs call() once (warm, as a peer's row is by its check) unless a call is very long (flops >
+/// 4e11), then the timed loop; sets GFLOPS, peak_pct, bytes_materialised and peak_rss_mb;
+/// leaves argus's thread count at its default (docs/performance.md, "The Zen 5 machine again").
 template <class F>
 void timed_loop(benchmark::State& state, int threads, double flops, double bytes_materialised,
                 F&& call) {
-  if (flops <= 4e10) call();
+  if (flops <= 4e11) call();
   for (auto _ : state) {
     call();
     benchmark::ClobberMemory();
