@@ -218,7 +218,7 @@ void peer_loop(benchmark::State& state, int threads, double flops, peers::peer_c
   { const Tensor released = std::move(reference); }
   reset_rss_high_water();
   state.SetLabel(call.description);
-  timed_loop(state, threads, flops, call.bytes_materialised, call.run);
+  timed_loop(state, threads, flops, call.bytes_materialised, call.run, true);  // checked: warm
   state.counters["max_diff"] = worst;
 }
 

@@ -188,13 +188,13 @@ inline void set_loop_counters(benchmark::State& state, int threads, double flops
   argus::set_num_threads(0);
 }
 
-/// Runs call() once (warm, as a peer's row is by its check) unless a call is very long (flops >
-/// 4e11), then the timed loop; sets GFLOPS, peak_pct, bytes_materialised and peak_rss_mb;
-/// leaves argus's thread count at its default (docs/performance.md, "The Zen 5 machine again").
+/// Runs call() once to warm it, unless it `warmed` already (a peer's row, by its check) or a call
+/// is very long (flops > 4e11), then the timed loop; sets GFLOPS, peak_pct, bytes_materialised
+/// and peak_rss_mb; leaves argus's thread count at its default (docs/performance.md).
 template <class F>
 void timed_loop(benchmark::State& state, int threads, double flops, double bytes_materialised,
-                F&& call) {
-  if (flops <= 4e11) call();
+                F&& call, bool warmed = false) {
+  if (!warmed && flops <= 4e11) call();
   for (auto _ : state) {
     call();
     benchmark::ClobberMemory();
@@ -521,7 +521,7 @@ void module_row(benchmark::State& state, const std::string& evaluator, const oth
   }
   reset_rss_high_water();  // the reference is gone; the inputs and the evaluator's buffers stay
   state.SetLabel(call.label);
-  timed_loop(state, threads, flops, call.bytes_materialised, call.run);
+  timed_loop(state, threads, flops, call.bytes_materialised, call.run, true);  // checked: warm
   state.counters["max_diff"] = worst;
 }
 
