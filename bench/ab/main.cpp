@@ -15,12 +15,16 @@
 // the peak that the host's drift moves far less than a peak measured once per program and
 // set against times taken minutes later.
 //
-//   main attention <n> <rounds> <causal 0|1> <threads>   flash_attention, h 8, d 64, float
+//   main attention <n> <rounds> <causal 0|1> <threads> [d]
+//                                                         flash_attention, h 8, d_k = d_v = d
+//                                                         (64 if not given), float
 //   main gemm <m> <rounds>                                gemm_nn (m × 512) · (512 × 512)
 //   main split <m> <rounds> <d_model> <d_k>               gemm_nn_split (m × d_model) ·
 //                                                         (d_model × d_model) into heads of d_k
-//   main backward <n> <rounds> <causal 0|1> <threads>    flash_attention_backward, h 8, d 64,
-//                                                         float (O and lse from A's forward)
+//   main backward <n> <rounds> <causal 0|1> <threads> [d]
+//                                                         flash_attention_backward, h 8, d (64
+//                                                         if not given), float (O and lse from
+//                                                         A's forward)
 //   main mha <n> <rounds> <causal 0|1> <threads>         the fused MHA forward's kernels, d_model
 //                                                         512, h 8 (variant.cpp, argus_ab_mha_*)
 #include "argus/bench/peak.hpp"
@@ -70,10 +74,10 @@ double quantile(std::vector<double> x, double q) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: main attention <n> <rounds> <causal 0|1> <threads>\n"
+               "usage: main attention <n> <rounds> <causal 0|1> <threads> [d]\n"
                "       main gemm <m> <rounds>\n"
                "       main split <m> <rounds> <d_model> <d_k>\n"
-               "       main backward <n> <rounds> <causal 0|1> <threads>\n"
+               "       main backward <n> <rounds> <causal 0|1> <threads> [d]\n"
                "       main mha <n> <rounds> <causal 0|1> <threads>\n"
                "       (any of them may end with --peak)\n");
   return 2;
@@ -98,7 +102,10 @@ int main(int argc, char** argv) {
   if (n == 0 || rounds < 2 || threads < 1) return usage();
   argus::set_num_threads(std::size_t(threads));
 
-  constexpr std::size_t heads = 8, d = 64;
+  constexpr std::size_t heads = 8;
+  // The head width: the attention and backward workloads take it as a sixth argument.
+  const std::size_t d = !gemm && !mha && argc > 6 ? std::strtoul(argv[6], nullptr, 10) : 64;
+  if (d == 0) return usage();
   const std::size_t width = split ? std::strtoul(argv[4], nullptr, 10) : 512;
   const std::size_t d_k = split ? std::strtoul(argv[5], nullptr, 10) : 0;
   if (split && (width == 0 || d_k == 0 || width % d_k != 0)) return usage();
@@ -137,7 +144,7 @@ int main(int argc, char** argv) {
   } else if (mha) {
     // x (n, 512), then W_Q, W_K, W_V, W_O (512 × 512 each, scaled so that the logits stay of
     // order one); each side its own scratch for Q, K, V and the merged heads.
-    constexpr std::size_t dm = heads * d;
+    const std::size_t dm = heads * d;
     x.resize(n * dm + 4 * dm * dm), out_a.resize(n * dm);
     scratch_a.resize(4 * n * dm), scratch_b.resize(4 * n * dm);
     for (float& e : x) e = u(rng);
@@ -215,7 +222,8 @@ int main(int argc, char** argv) {
                            : "flash_attention",
                 gemm  ? "(m x 512) . (512 x 512)"
                 : mha ? "d_model 512 h 8 d 64"
-                      : "h 8 d 64");
+                      : "h 8 d");
+  if (!gemm && !mha) std::printf(" %zu", d);
   std::printf(" n %zu%s, %d thread(s), %d rounds of %d call(s)\n", n, causal ? " causal" : "",
               threads, rounds, reps);
   std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),
