@@ -313,6 +313,15 @@ struct row_set {
   }
 };
 
+/// Whether p's key tiles take flash_blocking::min_keys keys at least: where its row sets can
+/// hold more than dot_rows query rows (those attending to one K/V head: every head of its
+/// group, every query), and where it is decode-shaped (flash_blocking::min_keys says why).
+template <class T>
+bool takes_key_floor(const attention_problem<T>& p) noexcept {
+  const std::size_t group = p.kv_heads == 0 ? 1 : p.heads / p.kv_heads;
+  return group * p.seq_q > flash_blocking<T>::dot_rows || decode_shaped(p);
+}
+
 /// One thread's scratch for items of `sets` row sets: the sets, then the tiles they share.
 template <class T>
 struct flash_layout {
@@ -323,7 +332,7 @@ struct flash_layout {
   flash_layout(const attention_problem<T>& p, std::size_t sets_per_item)
       : d_k(p.d_k),
         dvp(flash_blocking<T>::padded(p.d_v)),
-        k_tile(flash_blocking<T>::k_tile(p.d_k, p.d_v)),
+        k_tile(flash_blocking<T>::k_tile(p.d_k, p.d_v, takes_key_floor(p))),
         sets(sets_per_item),
         pack_v(p.d_v % flash_blocking<T>::width != 0) {}
 
@@ -1189,7 +1198,8 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p,
   const std::size_t keys = visible_keys(p) - first;  // keys [first, first + keys)
   const flash_layout<T> layout(p, set_count);
   // Two items per thread, each chunk at least two key tiles long.
-  const std::size_t most = std::max<std::size_t>(1, keys / (2 * layout.k_tile));
+  const std::size_t most =
+      std::max<std::size_t>(1, keys / (2 * flash_blocking<T>::k_tile(p.d_k, p.d_v, false)));
   const std::size_t chunks = std::min(most, (2 * num_threads() + pairs - 1) / pairs);
   const std::size_t chunk_keys = (keys + chunks - 1) / chunks;
 
@@ -1290,7 +1300,7 @@ void flash_attention_with(const attention_problem<T>& p) {
 template <class T>
 flash_tiles flash_attention_tiles(const attention_problem<T>& p) {
   using blocking = detail::flash_blocking<T>;
-  return {blocking::q_tile, blocking::k_tile(p.d_k, p.d_v)};
+  return {blocking::q_tile, blocking::k_tile(p.d_k, p.d_v, detail::takes_key_floor(p))};
 }
 
 /// Scratch bytes flash_attention(p) holds per thread (kept for reuse by later calls) with

@@ -86,23 +86,27 @@ struct flash_blocking {
   /// queries would be mostly empty lanes.
   static constexpr std::size_t dot_rows = q_tile / 4;
 
-  /// The fewest keys a tile takes, whatever kv_tile_bytes allows: AVX-512, the 60 of d 64.
-  /// Each key tile reloads the query tile and rescales and stores the accumulator tile (64
-  /// rows of d_k and of d_v), work that only more keys a tile amortise; from d 96 on those
-  /// two tiles alone outgrow a 48 KiB L1, so that K and V tiles cut to 32 KiB no longer buy
-  /// L1 residency, only more reloads (d 128: 30 keys, d 256: 12). With the floor, Zen 5
-  /// (bench/ab/ab.sh, 1 thread, n 2048): d 128 1.034-1.037x faster (causal 1.051, 2 threads
-  /// 1.023, n 4096 1.034), d 256 1.124x, d 96 1.014x, d 80 1.006x; d 64 float the same tile
-  /// (double: 1.03x at d 64, 1.12-1.15x at d 128). 16-register targets keep key_block: their
-  /// tiles are 16 rows, and the same floor measured 0.996-1.012 there (docs/performance.md,
-  /// "Key tiles of wide heads").
+  /// The fewest keys a tile of query rows on lanes takes, whatever kv_tile_bytes allows:
+  /// AVX-512, the 60 of d 64. Each key tile reloads the query tile and rescales and stores
+  /// the accumulator tile (64 rows of d_k and of d_v), work that only more keys a tile
+  /// amortise; from d 96 on those two tiles alone outgrow a 48 KiB L1, so that K and V tiles
+  /// cut to 32 KiB no longer buy L1 residency, only more reloads (d 128: 30 keys, d 256:
+  /// 12). With the floor, Zen 5 (bench/ab/ab.sh, 1 thread, n 2048): d 128 1.034-1.037x
+  /// faster (causal 1.051, 2 threads 1.023, n 4096 1.034), d 256 1.124x, d 96 1.014x, d 80
+  /// 1.006x; d 64 float the same tile (double: 1.03x at d 64, 1.12-1.15x at d 128).
+  /// 16-register targets keep key_block: their tiles are 16 rows, and the same floor
+  /// measured 0.996-1.012 there. The floor holds where flash_attention.hpp's takes_key_floor
+  /// says: row sets of queries on lanes, and decode-shaped problems (keys split into chunks:
+  /// d 128 1.03-1.11x, d 256 1.09-1.27x faster with it); not a few rows over a few hundred
+  /// keys taken tile by tile (a token of a few heads of a group), where 60 keys ran 4-11 %
+  /// slower than 30 at d 128 (docs/performance.md, "Key tiles of wide heads").
   static constexpr std::size_t min_keys = wide ? 10 * key_block : key_block;
-  /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles
-  /// fit kv_tile_bytes (at d = 64 float: 60 keys with AVX-512, 96 elsewhere), at least
-  /// min_keys.
-  static constexpr std::size_t k_tile(std::size_t d_k, std::size_t d_v) noexcept {
+  /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles fit
+  /// kv_tile_bytes (at d = 64 float: 60 keys with AVX-512, 96 elsewhere), with `floor` at
+  /// least min_keys.
+  static constexpr std::size_t k_tile(std::size_t d_k, std::size_t d_v, bool floor) noexcept {
     const std::size_t keys = kv_tile_bytes / ((d_k + d_v) * sizeof(T)) / key_block * key_block;
-    return std::clamp(keys, min_keys, 16 * key_block);
+    return std::clamp(keys, floor ? min_keys : key_block, 16 * key_block);
   }
   /// d rounded up to whole registers.
   static constexpr std::size_t padded(std::size_t d) noexcept {
