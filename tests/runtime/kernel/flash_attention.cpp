@@ -613,6 +613,32 @@ BOOST_AUTO_TEST_CASE(tiles_and_scratch_do_not_grow_with_the_sequence) {
   BOOST_TEST(t.k_tile >= 1u);
 }
 
+// Key tiles of wide heads (flash_blocking::min_keys): prefill rows on lanes and decode-shaped
+// calls take at least min_keys keys a tile whatever the width; a token of a few heads over a
+// few hundred keys keeps the K/V bytes rule; never more than 16 key blocks.
+BOOST_AUTO_TEST_CASE(key_tiles_of_wide_heads_keep_their_floor_where_it_pays) {
+  using blocking = argus::kernel::detail::flash_blocking<float>;
+  attention_problem<float> p{};
+  p.batch = 1, p.heads = 32, p.kv_heads = 8;
+  for (std::size_t d : {64u, 128u, 256u, 512u}) {
+    p.d_k = p.d_v = d;
+    const std::size_t bytes_rule =
+        std::max(blocking::key_block, blocking::kv_tile_bytes / (2 * d * sizeof(float)) /
+                                          blocking::key_block * blocking::key_block);
+    p.seq_q = p.seq_kv = 2048;  // prefill: 4 heads x 2048 queries a K/V head
+    const std::size_t prefill = argus::kernel::flash_attention_tiles(p).k_tile;
+    BOOST_TEST(prefill >= blocking::min_keys);
+    BOOST_TEST(prefill >= std::min(bytes_rule, 16 * blocking::key_block));
+    BOOST_TEST(prefill <= 16 * blocking::key_block);
+    BOOST_TEST(prefill % blocking::key_block == 0u);
+    p.seq_q = 1, p.seq_kv = 8192;  // decode-shaped: keys split into chunks
+    BOOST_TEST(argus::kernel::flash_attention_tiles(p).k_tile == prefill);
+    p.seq_kv = 128;  // 4 rows over 128 keys, tile by tile
+    BOOST_TEST(argus::kernel::flash_attention_tiles(p).k_tile ==
+               std::min(bytes_rule, 16 * blocking::key_block));
+  }
+}
+
 // The backward passes' transpose: register blocks and the ragged edges, every size around
 // the vector width, strided source and destination; bitwise, no element outside written.
 BOOST_AUTO_TEST_CASE_TEMPLATE(transpose_into_every_edge_size, T, scalar_types) {
