@@ -2,7 +2,9 @@
 //
 // Shapes: batch 1, 8 heads, d_k = d_v = 64, Q/K/V/O as (B, H, S, D), fp32. Arguments are
 // (n, threads, causal) for prefill, seq_q = seq_kv = n; and (seq_kv, threads) for decode,
-// seq_q = 1.
+// seq_q = 1. Other head widths (docs/performance.md, "Key tiles of wide heads"), 1 thread:
+//   flash_attention_width/<n>/<d>           prefill, 8 heads of d
+//   flash_decode_width/<seq_kv>/<d>/<h>/<kv_h>  one query, h heads over kv_h K/V heads of d
 // Counters:
 //   GFLOPS    4 · B · h · n_q · n_kv · d_k flops per call (QK^T and P·V, 2 flops per FMA;
 //             half of that under a causal mask), as a rate.
@@ -19,7 +21,8 @@
 //   start_us, tiles_us, store_us  the three steps;
 //   key_tile_us      tiles_us over the key tiles of an item (a short last tile counts as one);
 //   start_store_pct  start + store, in percent of the item.
-// smoke-filter: flash_attention/1024/1/0|flash_decode/8192/1|flash_item_parts/1024
+// smoke-filter:
+// flash_attention/1024/1/0|flash_decode/8192/1|flash_item_parts/1024|flash_decode_width/1024/128/32/8
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"
@@ -30,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <ctime>
 #include <map>
 #include <random>
@@ -48,22 +52,23 @@ double peak_gflops(int threads) {
 }
 
 struct attention_data {
-  std::vector<float> q, k, v, o;  // (1, HEADS, SEQ, D)
+  std::vector<float> q, k, v, o;  // Q, O (1, H, SEQ_Q, W); K, V (1, KV_H, SEQ_KV, W)
   argus::kernel::attention_problem<float> p{};
 
-  attention_data(std::size_t seq_q, std::size_t seq_kv, bool causal)
-      : q(heads * seq_q * d), k(heads * seq_kv * d), v(heads * seq_kv * d), o(heads * seq_q * d) {
+  attention_data(std::size_t seq_q, std::size_t seq_kv, bool causal, std::size_t h = heads,
+                 std::size_t kv_h = heads, std::size_t w = d)
+      : q(h * seq_q * w), k(kv_h * seq_kv * w), v(kv_h * seq_kv * w), o(h * seq_q * w) {
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (auto* t : {&q, &k, &v})
       for (float& x : *t) x = u(rng);
-    p.batch = 1, p.heads = heads, p.kv_heads = heads, p.seq_q = seq_q, p.seq_kv = seq_kv, p.d_k = d,
-    p.d_v = d;
-    p.q = q.data(), p.q_batch = heads * seq_q * d, p.q_head = seq_q * d, p.q_row = d;
-    p.k = k.data(), p.k_batch = heads * seq_kv * d, p.k_head = seq_kv * d, p.k_row = d;
-    p.v = v.data(), p.v_batch = heads * seq_kv * d, p.v_head = seq_kv * d, p.v_row = d;
-    p.o = o.data(), p.o_batch = heads * seq_q * d, p.o_head = seq_q * d, p.o_row = d;
-    p.scale = 1.0f / std::sqrt(float(d));
+    p.batch = 1, p.heads = h, p.kv_heads = kv_h, p.seq_q = seq_q, p.seq_kv = seq_kv, p.d_k = w,
+    p.d_v = w;
+    p.q = q.data(), p.q_batch = h * seq_q * w, p.q_head = seq_q * w, p.q_row = w;
+    p.k = k.data(), p.k_batch = kv_h * seq_kv * w, p.k_head = seq_kv * w, p.k_row = w;
+    p.v = v.data(), p.v_batch = kv_h * seq_kv * w, p.v_head = seq_kv * w, p.v_row = w;
+    p.o = o.data(), p.o_batch = h * seq_q * w, p.o_head = seq_q * w, p.o_row = w;
+    p.scale = 1.0f / std::sqrt(float(w));
     p.causal = causal;
   }
 };
@@ -108,6 +113,23 @@ void flash_decode(benchmark::State& state) {
   run(state, data, threads, 4.0 * heads * double(n_kv) * d);
   // K and V are read once per call.
   state.SetBytesProcessed(state.iterations() * std::int64_t(2 * heads * n_kv * d * sizeof(float)));
+}
+
+void flash_attention_width(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto w = static_cast<std::size_t>(state.range(1));
+  attention_data data(n, n, false, heads, heads, w);
+  run(state, data, 1, 4.0 * heads * double(n) * double(n) * double(w));
+}
+
+void flash_decode_width(benchmark::State& state) {
+  const auto n_kv = static_cast<std::size_t>(state.range(0));
+  const auto w = static_cast<std::size_t>(state.range(1));
+  const auto h = static_cast<std::size_t>(state.range(2));
+  const auto kv_h = static_cast<std::size_t>(state.range(3));
+  attention_data data(1, n_kv, false, h, kv_h, w);
+  run(state, data, 1, 4.0 * double(h) * double(n_kv) * double(w));
+  state.SetBytesProcessed(state.iterations() * std::int64_t(2 * kv_h * n_kv * w * sizeof(float)));
 }
 
 void flash_item_parts(benchmark::State& state) {
@@ -172,6 +194,16 @@ BENCHMARK(flash_item_parts)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark
 BENCHMARK(flash_decode)
     ->Args({8192, 1})
     ->Args({8192, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(flash_attention_width)
+    ->Args({2048, 128})
+    ->Args({2048, 256})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(flash_decode_width)
+    ->ArgsProduct({{1024, 8192}, {128, 256}, {8}, {1}})
+    ->ArgsProduct({{1024, 8192}, {128, 256}, {32}, {8}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
