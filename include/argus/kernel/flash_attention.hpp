@@ -246,11 +246,18 @@ std::size_t first_visible_key(const attention_problem<T>& p) noexcept {
   return p.causal ? std::min(causal_key_begin(p, 0), visible_keys(p)) : 0;
 }
 
-/// Few queries against many keys: such calls split the keys over threads.
+/// Few queries against many keys: such calls split the keys over threads
+/// (flash_attention_chunks_of_keys), and each work item holds every row of a K/V head's group
+/// in one set, which then shares each K and V tile. No least number of keys: the bound of 256
+/// the first kernels had cost grouped heads the most where contexts are short. Zen 5, AVX-512,
+/// 16-255 keys, each shape in its own process, against tile by tile: one query of 32 heads over
+/// 8 K/V heads 1.49-1.53x faster on 1 thread, 1.31-1.51x on 2; 8 over 1 1.8-2.1x, 1.4-3.1x;
+/// 16 queries of 32 over 8 2.0-2.1x; 8 over 8 (nothing to share) 0.99-1.17x, but 0.87 and 0.95
+/// for 16 keys on 2 threads (3 µs calls; docs/performance.md, "Decoding over short contexts").
 template <class T>
 bool decode_shaped(const attention_problem<T>& p) noexcept {
   const std::size_t keys = visible_keys(p) - first_visible_key(p);
-  return p.seq_q <= 16 && keys >= 256 && keys >= 8 * p.seq_q;
+  return p.seq_q <= 16 && keys >= 8 * p.seq_q;
 }
 
 /// The per-thread scratch of flash_attention, reused by every later call on that thread

@@ -614,8 +614,9 @@ BOOST_AUTO_TEST_CASE(tiles_and_scratch_do_not_grow_with_the_sequence) {
 }
 
 // Key tiles of wide heads (flash_blocking::min_keys): prefill rows on lanes and decode-shaped
-// calls take at least min_keys keys a tile whatever the width; a token of a few heads over a
-// few hundred keys keeps the K/V bytes rule; never more than 16 key blocks.
+// calls (a few queries, at least 8 keys each) take at least min_keys keys a tile whatever the
+// width; a few rows over fewer keys than that keep the K/V bytes rule; never more than 16 key
+// blocks.
 BOOST_AUTO_TEST_CASE(key_tiles_of_wide_heads_keep_their_floor_where_it_pays) {
   using blocking = argus::kernel::detail::flash_blocking<float>;
   attention_problem<float> p{};
@@ -631,9 +632,11 @@ BOOST_AUTO_TEST_CASE(key_tiles_of_wide_heads_keep_their_floor_where_it_pays) {
     BOOST_TEST(prefill >= std::min(bytes_rule, 16 * blocking::key_block));
     BOOST_TEST(prefill <= 16 * blocking::key_block);
     BOOST_TEST(prefill % blocking::key_block == 0u);
-    p.seq_q = 1, p.seq_kv = 8192;  // decode-shaped: keys split into chunks
-    BOOST_TEST(argus::kernel::flash_attention_tiles(p).k_tile == prefill);
-    p.seq_kv = 128;  // 4 rows over 128 keys, tile by tile
+    for (std::size_t keys : {8u, 128u, 8192u}) {  // decode-shaped: keys split into chunks
+      p.seq_q = 1, p.seq_kv = keys;
+      BOOST_TEST(argus::kernel::flash_attention_tiles(p).k_tile == prefill);
+    }
+    p.seq_q = 4, p.seq_kv = 16;  // 16 rows (at most dot_rows on AVX-512), tile by tile
     BOOST_TEST(argus::kernel::flash_attention_tiles(p).k_tile ==
                std::min(bytes_rule, 16 * blocking::key_block));
   }
