@@ -97,9 +97,10 @@ struct flash_blocking {
   /// 16-register targets keep key_block: their tiles are 16 rows, and the same floor
   /// measured 0.996-1.012 there. The floor holds where flash_attention.hpp's takes_key_floor
   /// says: row sets of queries on lanes, and decode-shaped problems (keys split into chunks:
-  /// d 256 up to 1.6x faster with it, d 128 0.96-1.21x); not a few rows over a few hundred
-  /// keys taken tile by tile (a token of a few heads of a group), where 60 keys took 4-12 %
-  /// longer than 30 at d 128 (docs/performance.md, "Key tiles of wide heads").
+  /// d 256 up to 1.6x faster with it, d 128 0.96-1.21x); not a few rows taken tile by tile
+  /// (fewer than 8 keys a query), as were a token's few heads of a group over 60-255 keys
+  /// before decode_shaped took them, where 60 keys took 4-12 % longer than 30 at d 128
+  /// (docs/performance.md, "Key tiles of wide heads").
   static constexpr std::size_t min_keys = wide ? 10 * key_block : key_block;
   /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles fit
   /// kv_tile_bytes (at d = 64 float: 60 keys with AVX-512, 96 elsewhere), with `floor` at
