@@ -252,7 +252,7 @@ std::size_t first_visible_key(const attention_problem<T>& p) noexcept {
 /// the first kernels had cost grouped heads the most where contexts are short. Zen 5, AVX-512,
 /// 16-255 keys, each shape in its own process, against tile by tile: one query of 32 heads over
 /// 8 K/V heads 1.49-1.53x faster on 1 thread, 1.31-1.51x on 2; 8 over 1 1.8-2.1x, 1.4-3.1x;
-/// 16 queries of 32 over 8 2.0-2.1x; 8 over 8 (nothing to share) 0.99-1.17x, but 0.87 and 0.95
+/// 16 queries of 32 over 8 2.0-2.1x; 8 over 8 (nothing to share) 0.97-1.17x, but 0.87 and 0.95
 /// for 16 keys on 2 threads (3 µs calls; docs/performance.md, "Decoding over short contexts").
 template <class T>
 bool decode_shaped(const attention_problem<T>& p) noexcept {
