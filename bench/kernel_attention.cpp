@@ -96,39 +96,35 @@ void run(benchmark::State& state, attention_data& data, int threads, double flop
   state.counters["cpu_peak_pct"] = 100.0 * total / (double(cpu) / CLOCKS_PER_SEC) / peak_gflops(1);
 }
 
-void flash_attention(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  const int threads = static_cast<int>(state.range(1));
-  const bool causal = state.range(2) != 0;
-  attention_data data(n, n, causal);
-  const double flops = 4.0 * heads * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
-  run(state, data, threads, flops);
+/// Prefill, seq_q = seq_kv = n, 8 heads of width w.
+void prefill(benchmark::State& state, std::size_t n, int threads, bool causal, std::size_t w) {
+  attention_data data(n, n, causal, heads, heads, w);
+  run(state, data, threads, 4.0 * heads * double(n) * double(n) * double(w) * (causal ? 0.5 : 1.0));
 }
 
-void flash_decode(benchmark::State& state) {
-  const auto n_kv = static_cast<std::size_t>(state.range(0));
-  const int threads = static_cast<int>(state.range(1));
-  attention_data data(1, n_kv, false);
-  run(state, data, threads, 4.0 * heads * double(n_kv) * d);
-  // K and V are read once per call.
-  state.SetBytesProcessed(state.iterations() * std::int64_t(2 * heads * n_kv * d * sizeof(float)));
-}
-
-void flash_attention_width(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  const auto w = static_cast<std::size_t>(state.range(1));
-  attention_data data(n, n, false, heads, heads, w);
-  run(state, data, 1, 4.0 * heads * double(n) * double(n) * double(w));
-}
-
-void flash_decode_width(benchmark::State& state) {
-  const auto n_kv = static_cast<std::size_t>(state.range(0));
-  const auto w = static_cast<std::size_t>(state.range(1));
-  const auto h = static_cast<std::size_t>(state.range(2));
-  const auto kv_h = static_cast<std::size_t>(state.range(3));
+/// One query of h heads over n_kv keys of kv_h K/V heads of width w; K and V are read once.
+void decode(benchmark::State& state, std::size_t n_kv, int threads, std::size_t h, std::size_t kv_h,
+            std::size_t w) {
   attention_data data(1, n_kv, false, h, kv_h, w);
-  run(state, data, 1, 4.0 * double(h) * double(n_kv) * double(w));
+  run(state, data, threads, 4.0 * double(h) * double(n_kv) * double(w));
   state.SetBytesProcessed(state.iterations() * std::int64_t(2 * kv_h * n_kv * w * sizeof(float)));
+}
+
+std::size_t arg(const benchmark::State& state, int i) {
+  return static_cast<std::size_t>(state.range(i));
+}
+
+void flash_attention(benchmark::State& state) {
+  prefill(state, arg(state, 0), int(arg(state, 1)), arg(state, 2) != 0, d);
+}
+void flash_decode(benchmark::State& state) {
+  decode(state, arg(state, 0), int(arg(state, 1)), heads, heads, d);
+}
+void flash_attention_width(benchmark::State& state) {
+  prefill(state, arg(state, 0), 1, false, arg(state, 1));
+}
+void flash_decode_width(benchmark::State& state) {
+  decode(state, arg(state, 0), 1, arg(state, 2), arg(state, 3), arg(state, 1));
 }
 
 void flash_item_parts(benchmark::State& state) {
