@@ -11,11 +11,18 @@
 //   for jc in n by nc:                  B block (kc x nc) packed once, lives in L2
 //     for pc in k by kc:                k split into equal blocks of at most kc
 //       for each sliver of <= mr rows:  A sliver (mr x kc) copied, lives in L1
-//         for jr in nc by nr:           B panel (kc x nr), packed on first use
+//         for jr in nc by nr:           B panel (kc x nr), packed by the first sliver
 //           micro-kernel: mr x nr of C in registers, kc rank-1 updates
 // Packing copies rows of A as they are (a sliver keeps a fixed row stride kc, which the
-// micro-kernel folds into constant displacements); B is packed into nr-wide panels, through
-// register transposes for gemm_nt. A product of a few slivers (m <= 4 mr: tokens being
+// micro-kernel folds into constant displacements); B is packed into nr-wide panels: by the
+// first sliver's micro-kernel itself as it reads a row-major B's rows in place, storing each
+// k step's vectors into the panel and fetching rows two panels ahead
+// (gemm_micro_kernel_direct_b_packing), through register transposes for gemm_nt, by a copy
+// before its first use at the edges. Against the copy of each panel before its first use, on
+// an AMD EPYC Zen 5 (family 26 model 2), one thread, bench/ab's interleaved timing, the same
+// result to the bit: (m x k) . (k x n) with m 64-256 and models' weights (768 x 768 to 4096 x
+// 4096) 1.07-1.14x faster with AVX-512, 1.03-1.08x with AVX2; m 512 1.02-1.04x, m 1024-4096
+// 1.00-1.01x. A product of a few slivers (m <= 4 mr: tokens being
 // decoded, a short prompt) packs no row-major B: the copy would cost about what the product
 // reads, so the micro-kernel reads B's whole panels where they lie, fetching its rows ahead
 // (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several
@@ -47,6 +54,7 @@
 #include <array>
 #include <cassert>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -396,6 +404,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   const bool in_place = !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb);
   const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(cut.short_rows);
   const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(cut.tall_rows);
+  const auto packing_kernel = gemm_micro_kernel_packing_for<T, a_layout>(cut.rows(0));
 
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);
@@ -443,26 +452,44 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
               __builtin_prefetch(a + (next_ir + r) * lda + pc + l * line);
             }
           const std::size_t cols = std::min(tile::nr, nc - jr);
-          // B(pc:pc+kc, jc+jr:jc+jr+nr) is packed during the first sliver, just before
-          // its first use, so that the copy overlaps the micro-kernels around it and the
-          // panel is still in L1 when first read. Prepacked (pack_b_blocked), k block pc
-          // starts at pc * packed_width(panels_n) and holds every panel, kc x nr each.
+          // B(pc:pc+kc, jc+jr:jc+jr+nr) is packed by the first sliver: a whole panel of a
+          // row-major B by the micro-kernel itself as it reads B's rows where they lie
+          // (gemm_micro_kernel_direct_b_packing), any other panel by a copy just before its
+          // first use. Prepacked (pack_b_blocked), k block pc starts at
+          // pc * packed_width(panels_n) and holds every panel, kc x nr each.
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
           const std::size_t col = jc + jr;
           const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
+          T* const c_tile = c_rows + col / c_block * c_block_stride + col % c_block;
           const T* panel =
               panels ? panels + pc * packed_width<T>(panels_n) + (panels_col0 + jc + jr) * kc
                      : buffers.b + jr * kc;
           if (s == 0 && !panels) {
             T* dst = buffers.b + jr * kc;
+            if constexpr (!TransposedB) {
+              if (whole) {
+                // The rows fetched ahead: the panel packing_ahead_panels on in the order
+                // this loop nest packs them, further in this block or among the first of
+                // the next (the next k block of these columns; after the last, the next
+                // columns from row 0). An address only: past B's last row or column it is
+                // a hint that no one reads.
+                const std::size_t on = jr + packing_ahead_panels * tile::nr;
+                const std::size_t ahead = on < nc       ? pc * ldb + jc + on
+                                          : pc + kc < k ? (pc + kc) * ldb + jc + (on - nc)
+                                                        : jc + on;
+                packing_kernel(kc, buffers.a, b + pc * ldb + col, ldb, c_tile, ldc, alpha,
+                               tile_bias, load_c, dst,
+                               reinterpret_cast<std::uintptr_t>(b) + ahead * sizeof(T));
+                continue;
+              }
+            }
             if constexpr (TransposedB)
               pack_b_panel_t(kc, cols, b + (jc + jr) * ldb + pc, ldb, dst);
             else
               pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, dst);
           }
           if (whole)
-            kernel(kc, buffers.a, panel, c_rows + col / c_block * c_block_stride + col % c_block,
-                   ldc, alpha, tile_bias, load_c);
+            kernel(kc, buffers.a, panel, c_tile, ldc, alpha, tile_bias, load_c);
           else
             gemm_gathered_tile<T>(kernel, rows, cols, kc, buffers.a, panel, c_rows, ldc, col,
                                   c_block, c_block_stride, alpha, tile_bias, load_c);

@@ -407,17 +407,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
 // whole panels) they are read in place; elsewhere B is read as gemm_nn_split reads it. Either
 // way C must be gemm_nn_split's C to the bit (the same products in the same order), and
 // nothing outside C may be written. Panels of another width (another instruction set's) and
-// null panels must fall back, not be misread.
+// null panels must fall back, not be misread. Heights of more slivers than read B in place
+// (m > direct_b_slivers * mr) have gemm_nn_split pack B in its first sliver's micro-kernel
+// (detail::gemm_micro_kernel_direct_b_packing) where the prepacked product reads panels
+// packed by pack_gemm_b: the same bits again, over one, two and three k blocks.
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, element_types) {
-  constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
-  constexpr std::size_t kc = argus::kernel::detail::gemm_tile<T>::kc;
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t nr = d::gemm_tile<T>::nr;
+  constexpr std::size_t kc = d::gemm_tile<T>::kc;
+  constexpr std::size_t packing = d::direct_b_slivers * d::gemm_tile<T>::mr + 1;
   BOOST_TEST(argus::kernel::gemm_panel_width<T>() == nr);
+  BOOST_TEST(!d::reads_b_in_place<T>(d::sliver_cut::of<T>(packing).count, 3 * nr + 5));
   std::mt19937 rng(11);
   const uniform_pm1 dist;
   std::size_t failures = 0, checked = 0;
-  for (const std::size_t m : {std::size_t{1}, std::size_t{13}, std::size_t{40}})
+  for (const std::size_t m : {std::size_t{1}, std::size_t{13}, std::size_t{40}, packing})
     for (const std::size_t total : {nr - 3, 3 * nr + 5, std::size_t{192}})
-      for (const std::size_t k : {std::size_t{5}, kc + 44}) {  // one k block and two
+      for (const std::size_t k : {std::size_t{5}, kc + 44, 2 * kc + 88}) {  // 1, 2, 3 k blocks
         std::vector<T> a(m * k), b(k * total), bias(total);
         for (auto& x : a) x = T(dist(rng));
         for (auto& x : b) x = T(dist(rng));
