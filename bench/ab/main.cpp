@@ -18,7 +18,8 @@
 //   main attention <n> <rounds> <causal 0|1> <threads> [d]
 //                                                         flash_attention, h 8, d_k = d_v = d
 //                                                         (64 if not given), float
-//   main gemm <m> <rounds>                                gemm_nn (m × 512) · (512 × 512)
+//   main gemm <m> <rounds> [n k]                          gemm_nn (m × k) · (k × n), row-major,
+//                                                         n = k = 512 if not given
 //   main split <m> <rounds> <d_model> <d_k>               gemm_nn_split (m × d_model) ·
 //                                                         (d_model × d_model) into heads of d_k
 //   main backward <n> <rounds> <causal 0|1> <threads> [d]
@@ -75,7 +76,7 @@ double quantile(std::vector<double> x, double q) {
 int usage() {
   std::fprintf(stderr,
                "usage: main attention <n> <rounds> <causal 0|1> <threads> [d]\n"
-               "       main gemm <m> <rounds>\n"
+               "       main gemm <m> <rounds> [n k]\n"
                "       main split <m> <rounds> <d_model> <d_k>\n"
                "       main backward <n> <rounds> <causal 0|1> <threads> [d]\n"
                "       main mha <n> <rounds> <causal 0|1> <threads>\n"
@@ -109,23 +110,29 @@ int main(int argc, char** argv) {
   const std::size_t width = split ? std::strtoul(argv[4], nullptr, 10) : 512;
   const std::size_t d_k = split ? std::strtoul(argv[5], nullptr, 10) : 0;
   if (split && (width == 0 || d_k == 0 || width % d_k != 0)) return usage();
+  // The gemm workload's B is (depth x cols): 512 x 512, or as its third and fourth arguments say.
+  const bool shaped = gemm && !split && argc > 4;
+  if (shaped && argc < 6) return usage();
+  const std::size_t cols = shaped ? std::strtoul(argv[4], nullptr, 10) : width;
+  const std::size_t depth = shaped ? std::strtoul(argv[5], nullptr, 10) : width;
+  if (cols == 0 || depth == 0) return usage();
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> x, y, out_a, out_b, scratch_a, scratch_b;
   std::function<void(float*)> run_a, run_b;
   double flops;
   if (gemm) {
-    x.resize(n * width), y.resize(width * width), out_a.resize(n * width);
+    x.resize(n * depth), y.resize(depth * cols), out_a.resize(n * cols);
     for (float& e : x) e = u(rng);
     for (float& e : y) e = u(rng);
     if (split) {
       run_a = [&](float* c) { argus_ab_split_a(n, width, d_k, x.data(), y.data(), c); };
       run_b = [&](float* c) { argus_ab_split_b(n, width, d_k, x.data(), y.data(), c); };
     } else {
-      run_a = [&](float* c) { argus_ab_gemm_a(n, width, width, x.data(), y.data(), c); };
-      run_b = [&](float* c) { argus_ab_gemm_b(n, width, width, x.data(), y.data(), c); };
+      run_a = [&](float* c) { argus_ab_gemm_a(n, cols, depth, x.data(), y.data(), c); };
+      run_b = [&](float* c) { argus_ab_gemm_b(n, cols, depth, x.data(), y.data(), c); };
     }
-    flops = 2.0 * double(n) * width * width;
+    flops = 2.0 * double(n) * depth * cols;
   } else if (backward) {
     // x: Q, K, V, dO, then the forward's O and lse (A's kernels; both sides get the same).
     x.resize(5 * heads * n * d + heads * n), out_a.resize(3 * heads * n * d);
@@ -214,18 +221,17 @@ int main(int argc, char** argv) {
   if (split)
     std::printf("gemm_nn_split (m x %zu) . (%zu x %zu) into heads of %zu", width, width, width,
                 d_k);
+  else if (gemm)
+    std::printf("gemm_nn (m x %zu) . (%zu x %zu)", depth, depth, cols);
   else
     std::printf("%s %s",
-                gemm       ? "gemm_nn"
-                : backward ? "flash_attention_backward"
-                : mha      ? "mha forward (kernels)"
-                           : "flash_attention",
-                gemm  ? "(m x 512) . (512 x 512)"
-                : mha ? "d_model 512 h 8 d 64"
-                      : "h 8 d");
+                backward ? "flash_attention_backward"
+                : mha    ? "mha forward (kernels)"
+                         : "flash_attention",
+                mha ? "d_model 512 h 8 d 64" : "h 8 d");
   if (!gemm && !mha) std::printf(" %zu", d);
-  std::printf(" n %zu%s, %d thread(s), %d rounds of %d call(s)\n", n, causal ? " causal" : "",
-              threads, rounds, reps);
+  std::printf(" %s %zu%s, %d thread(s), %d rounds of %d call(s)\n", gemm ? "m" : "n", n,
+              causal ? " causal" : "", threads, rounds, reps);
   std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),
               *std::min_element(ta.begin(), ta.end()), flops / quantile(ta, 0.5) / 1e6);
   std::printf("  B: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(tb, 0.5),

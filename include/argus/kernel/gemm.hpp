@@ -18,11 +18,11 @@
 // first sliver's micro-kernel itself as it reads a row-major B's rows in place, storing each
 // k step's vectors into the panel and fetching rows two panels ahead
 // (gemm_micro_kernel_direct_b_packing), through register transposes for gemm_nt, by a copy
-// before its first use at the edges. Against the copy of each panel before its first use, on
-// an AMD EPYC Zen 5 (family 26 model 2), one thread, bench/ab's interleaved timing, the same
-// result to the bit: (m x k) . (k x n) with m 64-256 and models' weights (768 x 768 to 4096 x
-// 4096) 1.07-1.14x faster with AVX-512, 1.03-1.08x with AVX2; m 512 1.02-1.04x, m 1024-4096
-// 1.00-1.01x. A product of a few slivers (m <= 4 mr: tokens being
+// before its first use at the edges. Against a copy of each panel before its first use, on an
+// AMD EPYC Zen 5 (family 26 model 2), one thread, the same result to the bit (`bench/ab/ab.sh
+// bb07589 HEAD gemm M ROUNDS N K`): (m x k) . (k x n) with m 64-256 and models' weights
+// (768 x 768 to 4096 x 4096) 1.06-1.12x faster with AVX-512, 1.02-1.08x with AVX2; m 512
+// 1.02-1.03x, m 1024-4096 1.00-1.02x. A product of a few slivers (m <= 4 mr: tokens being
 // decoded, a short prompt) packs no row-major B: the copy would cost about what the product
 // reads, so the micro-kernel reads B's whole panels where they lie, fetching its rows ahead
 // (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several

@@ -100,7 +100,7 @@ inline constexpr std::size_t direct_b_far_fmas = 12;
 /// (gemm_micro_kernel_direct_b_packing) fetches into L2 at each k step: a row-major B that
 /// is not in cache arrives about two panels' time after it is asked for. AMD EPYC Zen 5
 /// (family 26 model 2), one thread, bench/ab's interleaved timing against one panel ahead,
-/// (m x n) . (k x n) with m 128 and k 1600, n 3200 and 4800: 1.08-1.09x with AVX-512,
+/// (m x k) . (k x n) with m 128 and k 1600, n 3200 and 4800: 1.08-1.09x with AVX-512,
 /// 1.11-1.15x with AVX2 (the same elsewhere, 1.00-1.04x); four panels ahead: 0.98-1.00x.
 inline constexpr std::size_t packing_ahead_panels = 2;
 
