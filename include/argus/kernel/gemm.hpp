@@ -28,12 +28,13 @@
 // (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several
 // slivers, each panel is read by all of them before the next (the first from wherever B lies,
 // the others from cache), and rows are also fetched further ahead into L2; one row of A covers
-// several panels per sweep of B's rows (gemm_micro_kernel_direct_b_row, 256 bytes of a row per
-// k step: against one panel at a time 1.13x faster with AVX-512, 1.59x with AVX2, whose panels
-// are one cache line wide). Measured on an Intel Xeon (family 6 model 207), one thread,
-// (m x 512) . (512 x 512), bench/ab/ab.sh, against packing: m 1 2.1x faster with AVX-512 and
-// 2.3x with AVX2, m 12 1.7x (AVX2 m 6 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48
-// 1.00-1.15x; W 2048 x 2048 (from L3): m 1 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x.
+// several panels per sweep of B's rows (gemm_micro_kernel_direct_b_row; with 256 bytes of a row
+// per k step, against one panel at a time 1.13x faster with AVX-512, 1.59x with AVX2, whose
+// panels are one cache line wide; AVX-512 now reads 1 KiB: direct_b_row_vectors). Measured on
+// an Intel Xeon (family 6 model 207), one thread, (m x 512) . (512 x 512), bench/ab/ab.sh,
+// against packing: m 1 2.1x faster with AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6
+// 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48 1.00-1.15x; W 2048 x 2048 (from L3): m 1
+// 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x.
 // Several slivers against rows a multiple of 4 KiB apart pack B (reads_b_in_place;
 // docs/performance.md).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
@@ -329,11 +330,22 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
     const T* tile_bias = bias ? bias + jr : nullptr;
     T* const c_tile = c + col / c_block * c_block_stride + col % c_block;
-    if (m == 1 && jr + row_cols <= nc && col % c_block + row_cols <= c_block) {
-      gemm_micro_kernel_direct_b_row<T, Layout>(kc, packed, b + jr, ldb, c_tile, ldc, alpha,
-                                                tile_bias, load_c);
-      jr += row_cols;
-      continue;
+    if (m == 1 && jr + row_cols <= nc) {
+      // Each vector of the row inside one block of C's columns (it starts at a multiple of
+      // the width: blocks of a multiple of it, or one block).
+      T* row[direct_b_row_vectors<T>];
+      bool inside = true;
+      for (std::size_t j = 0; j < direct_b_row_vectors<T>; ++j) {
+        const std::size_t at = col + j * tile::width;
+        inside = inside && at % c_block + tile::width <= c_block;
+        row[j] = c + at / c_block * c_block_stride + at % c_block;
+      }
+      if (inside) {
+        gemm_micro_kernel_direct_b_row<T, Layout>(kc, packed, b + jr, ldb, row, alpha, tile_bias,
+                                                  load_c);
+        jr += row_cols;
+        continue;
+      }
     }
     const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
     if (!whole) pack_b_panel_n(kc, cols, b + jr, ldb, panel);

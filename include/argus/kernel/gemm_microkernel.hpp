@@ -186,7 +186,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 /// b: packed panel, element (p, j) at b[p * nr + j].
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
-/// With DirectB (gemm_micro_kernel_direct_b, gemm_micro_kernel_direct_b_row), b is NV vectors
+/// With DirectB (gemm_micro_kernel_direct_b), b is NV vectors
 /// of columns of a row-major B, k steps ldb apart, read in place (C's tile is then NV vectors
 /// wide); with PacksB also packed into `pack` on the way, fetching rows from `ahead`
 /// (micro_tile_product).
@@ -267,24 +267,44 @@ void gemm_micro_kernel_direct_b_packing(std::size_t kc, const T* __restrict a,
       kc, a, b, ldb, c, ldc, alpha, bias, load_c, pack, ahead);
 }
 
-/// Vectors of B's row that gemm_micro_kernel_direct_b_row covers: 256 bytes (64 floats: one
-/// head of d_k 64) with AVX-512 and AVX2, at most 8 registers (128 bytes with 16-byte ones);
-/// a multiple of gemm_tile<T>::nv in every case.
+/// Vectors of B's row that gemm_micro_kernel_direct_b_row covers: 16 with AVX-512's 32
+/// registers (1 KiB of floats), 8 with 16 registers (256 bytes with AVX2, 128 with 16-byte
+/// ones); a multiple of gemm_tile<T>::nv in every case. Each k step reads that much of one row
+/// of B, so a B in memory is read in runs of that length. AMD EPYC Zen 5 (family 26 model 2),
+/// one thread, (1 x k) . (k x n), 16 against 4 vectors (256 bytes; `bench/ab/ab.sh 0bee76a
+/// HEAD gemm 1 ROUNDS N K`, the same result to the bit): W 4096 x 4096 (64 MiB, from memory)
+/// 1.95x faster, 2560 x 2560 1.96x, 2560 x 7680 1.58x, 512 x 512 1.45x, 768 x 768 1.22x; the
+/// MHA forward's kernels at one token (d_model 512) 1.48x. With AVX2, 12 vectors instead of 8
+/// took 1.2-1.4x as long (the accumulators and loads outgrow 16 registers).
 template <class T>
-inline constexpr std::size_t direct_b_row_vectors = 256 / simd_bytes < 8 ? 256 / simd_bytes : 8;
+inline constexpr std::size_t direct_b_row_vectors = simd_bytes == 64 ? 16 : 8;
 static_assert(direct_b_row_vectors<float> % gemm_tile<float>::nv == 0 &&
               direct_b_row_vectors<double> % gemm_tile<double>::nv == 0);
 
 /// gemm_micro_kernel_direct_b for one row of A against direct_b_row_vectors vectors of B's
 /// row at once (several panels): W's rows are swept once for those columns instead of once a
-/// panel, each k step reading 256 contiguous bytes of the row. The same operations on every
+/// panel, each k step reading direct_b_row_vectors contiguous vectors of the row. Vector j of
+/// the row of C (and of bias, contiguous) lands at c[j], so that the row may span several of
+/// gemm_nn_split's column blocks (heads), each vector inside one. The same operations on every
 /// element, in the same order, as the one-panel kernels: the same result to the bit.
 template <class T, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel_direct_b_row(std::size_t kc, const T* __restrict a, const T* __restrict b,
-                                    std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
-                                    const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, 1, Layout, true, direct_b_row_vectors<T>>(kc, a, b, ldb, c, ldc, alpha,
-                                                                      bias, load_c);
+                                    std::size_t ldb, T* const (&c)[direct_b_row_vectors<T>],
+                                    T alpha, const T* __restrict bias, bool load_c) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t nv = direct_b_row_vectors<T>, w = V::width;
+  V acc[1][nv];
+  unroll<nv>([&](auto j) __attribute__((always_inline)) {
+    acc[0][j] = V::zero();
+    __builtin_prefetch(c[j], 1);
+  });
+  micro_tile_product<T, 1, Layout, true, nv>(kc, a, b, acc, ldb);
+  const V va = V::broadcast(alpha);
+  unroll<nv>([&](auto j) __attribute__((always_inline)) {
+    V add = bias ? V::load(bias + j * w) : V::zero();
+    if (load_c) add += V::load(c[j]);
+    fma(acc[0][j], va, add).store(c[j]);
+  });
 }
 
 template <class T>

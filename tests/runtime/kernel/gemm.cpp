@@ -485,8 +485,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
   const uniform_pm1 dist;
   std::size_t failures = 0, checked = 0;
   // The product over `tall` rows (B packed) once per shape; each height's product is the
-  // same A's first rows against it.
-  for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}})
+  // same A's first rows against it. n `wide` lets one row cover direct_b_row_vectors vectors
+  // (detail::gemm_micro_kernel_direct_b_row) twice, across blocks of 64 columns (heads) too.
+  constexpr std::size_t wide = 2 * d::direct_b_row_vectors<T> * d::gemm_tile<T>::width + nr + 5;
+  for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}, wide})
     for (const std::size_t k : {std::size_t{7}, kc + 44, 2 * kc + 88})  // 1, 2, 3 k blocks
       for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
         for (const bool accumulate : {false, true}) {
@@ -538,7 +540,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
                                << tall << " rows");
           }
         }
-  BOOST_TEST(checked == heights.size() * 3 * 3 * 3 * 2);
+  BOOST_TEST(checked == heights.size() * 4 * 3 * 3 * 2);
   BOOST_TEST(heights.size() > mr);  // some products of several slivers
   BOOST_TEST(failures == 0u);
 }
