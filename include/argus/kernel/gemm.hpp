@@ -27,10 +27,11 @@
 // reads, so the micro-kernel reads B's whole panels where they lie, fetching its rows ahead
 // (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several
 // slivers, each panel is read by all of them before the next (the first from wherever B lies,
-// the others from cache), and rows are also fetched further ahead into L2; one row of A covers
-// several panels per sweep of B's rows (gemm_micro_kernel_direct_b_row; with 256 bytes of a row
-// per k step, against one panel at a time 1.13x faster with AVX-512, 1.59x with AVX2, whose
-// panels are one cache line wide; AVX-512 now reads 1 KiB: direct_b_row_vectors). Measured on
+// the others from cache), and rows are also fetched further ahead into L2; one sliver of a few
+// rows covers several panels per sweep of B's rows (gemm_micro_kernel_direct_b_rows; one row
+// with 256 bytes of a row per k step, against one panel at a time, 1.13x faster with AVX-512,
+// 1.59x with AVX2, whose panels are one cache line wide; AVX-512 now reads 1 KiB for one row,
+// and up to 8 rows read more than a panel's 2 vectors: direct_b_row_vectors). Measured on
 // an Intel Xeon (family 6 model 207), one thread, (m x 512) . (512 x 512), bench/ab/ab.sh,
 // against packing: m 1 2.1x faster with AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6
 // 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48 1.00-1.15x; W 2048 x 2048 (from L3): m 1
@@ -294,7 +295,8 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb) noexcept {
 /// fetched ahead) and the others from cache (L1, or L2 where B's row stride maps the panel's
 /// rows onto few sets of L1). A tile narrower than a panel, or straddling two of
 /// C's column blocks, packs its panel (after the slivers) and goes through
-/// gemm_gathered_tile. For one row of A, several panels at once (gemm_micro_kernel_direct_b_row).
+/// gemm_gathered_tile. For one sliver of at most direct_b_rows_most rows, several panels at once
+/// (gemm_micro_kernel_direct_b_rows).
 /// Each element of C gets the packed product's operations in the same order: the same bits.
 template <class T, sliver_layout Layout>
 void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a, std::size_t lda,
@@ -325,24 +327,28 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   };
   const auto short_direct = direct_for(cut.short_rows);
   const auto tall_direct = direct_for(cut.tall_rows);
-  constexpr std::size_t row_cols = direct_b_row_vectors<T> * tile::width;
+  // One sliver of at most direct_b_rows_most rows: several panels at once where each vector
+  // of the rows lies inside one block of C's columns (it starts at a multiple of the width:
+  // blocks of a multiple of it, or one block).
+  using rows_pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
+  const auto [rows_kernel, row_vectors] = slivers == 1 && m <= direct_b_rows_most<T>
+                                              ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m)
+                                              : rows_pick{nullptr, 0};
+  const std::size_t row_cols = row_vectors * tile::width;
   for (std::size_t jr = 0; jr < nc;) {
     const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
     const T* tile_bias = bias ? bias + jr : nullptr;
     T* const c_tile = c + col / c_block * c_block_stride + col % c_block;
-    if (m == 1 && jr + row_cols <= nc) {
-      // Each vector of the row inside one block of C's columns (it starts at a multiple of
-      // the width: blocks of a multiple of it, or one block).
-      T* row[direct_b_row_vectors<T>];
+    if (rows_kernel && jr + row_cols <= nc) {
+      T* row[direct_b_row_vectors<T, 1>];
       bool inside = true;
-      for (std::size_t j = 0; j < direct_b_row_vectors<T>; ++j) {
+      for (std::size_t j = 0; j < row_vectors; ++j) {
         const std::size_t at = col + j * tile::width;
         inside = inside && at % c_block + tile::width <= c_block;
         row[j] = c + at / c_block * c_block_stride + at % c_block;
       }
       if (inside) {
-        gemm_micro_kernel_direct_b_row<T, Layout>(kc, packed, b + jr, ldb, row, alpha, tile_bias,
-                                                  load_c);
+        rows_kernel(kc, packed, b + jr, ldb, row, ldc, alpha, tile_bias, load_c);
         jr += row_cols;
         continue;
       }

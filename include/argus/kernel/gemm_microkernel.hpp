@@ -186,7 +186,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 /// b: packed panel, element (p, j) at b[p * nr + j].
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
-/// With DirectB (gemm_micro_kernel_direct_b), b is NV vectors
+/// With DirectB (gemm_micro_kernel_direct_b, gemm_micro_kernel_direct_b_rows), b is NV vectors
 /// of columns of a row-major B, k steps ldb apart, read in place (C's tile is then NV vectors
 /// wide); with PacksB also packed into `pack` on the way, fetching rows from `ahead`
 /// (micro_tile_product).
@@ -267,43 +267,62 @@ void gemm_micro_kernel_direct_b_packing(std::size_t kc, const T* __restrict a,
       kc, a, b, ldb, c, ldc, alpha, bias, load_c, pack, ahead);
 }
 
-/// Vectors of B's row that gemm_micro_kernel_direct_b_row covers: 16 with AVX-512's 32
-/// registers (1 KiB of floats), 8 with 16 registers (256 bytes with AVX2, 128 with 16-byte
-/// ones); a multiple of gemm_tile<T>::nv in every case. Each k step reads that much of one row
-/// of B, so a B in memory is read in runs of that length. AMD EPYC Zen 5 (family 26 model 2),
-/// one thread, (1 x k) . (k x n), 16 against 4 vectors (256 bytes; `bench/ab/ab.sh 0bee76a
-/// HEAD gemm 1 ROUNDS N K`, the same result to the bit): W 4096 x 4096 (64 MiB, from memory)
-/// 1.95x faster, 2560 x 2560 1.96x, 2560 x 7680 1.58x, 512 x 512 1.45x, 768 x 768 1.22x; the
-/// MHA forward's kernels at one token (d_model 512) 1.48x. With AVX2, 12 vectors instead of 8
-/// took 1.2-1.4x as long (the accumulators and loads outgrow 16 registers).
+/// Vectors of B's row that gemm_micro_kernel_direct_b_rows covers for a sliver of Rows rows:
+/// for one row 16 with AVX-512's 32 registers (1 KiB of floats), 8 with 16 registers (256
+/// bytes with AVX2, 128 with 16-byte ones); for several, as many as 24 accumulators (12 with
+/// 16 registers) allow, Rows x vectors. Each k step reads that much of one row of B, so a B in
+/// memory is read in runs of that length. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// (1 x k) . (k x n), 16 against 4 vectors (256 bytes; `bench/ab/ab.sh 0bee76a 8501de6 gemm 1
+/// ROUNDS N K`, the same result to the bit): W 4096 x 4096 (64 MiB, from memory) 1.95x
+/// faster, 2560 x 2560 1.96x, 2560 x 7680 1.58x, 512 x 512 1.45x, 768 x 768 1.22x; the MHA
+/// forward's kernels at one token (d_model 512) 1.48x. With AVX2, 12 vectors instead of 8
+/// took 1.2-1.4x as long (the accumulators and loads outgrow 16 registers). Several rows
+/// against the register tile's gemm_tile<T>::nv vectors: docs/performance.md, "A few rows of A
+/// read W's rows in longer runs" (m 2-8 with AVX-512 1.3-1.6x faster against W in memory).
+template <class T, std::size_t Rows>
+inline constexpr std::size_t direct_b_row_vectors = Rows == 1 ? (simd_bytes == 64 ? 16 : 8)
+                                                              : (simd_bytes == 64 ? 24 : 12) / Rows;
+/// The most rows of one sliver that gemm_micro_kernel_direct_b_rows takes: those for which it
+/// reads more of B's row a step than the register tile (8 with 32 registers, 4 with 16).
 template <class T>
-inline constexpr std::size_t direct_b_row_vectors = simd_bytes == 64 ? 16 : 8;
-static_assert(direct_b_row_vectors<float> % gemm_tile<float>::nv == 0 &&
-              direct_b_row_vectors<double> % gemm_tile<double>::nv == 0);
+inline constexpr std::size_t direct_b_rows_most = (simd_bytes == 64 ? 24 : 12) /
+                                                  (gemm_tile<T>::nv + 1);
+static_assert(direct_b_row_vectors<float, direct_b_rows_most<float>> > gemm_tile<float>::nv &&
+              direct_b_row_vectors<float, direct_b_rows_most<float> + 1> <= gemm_tile<float>::nv);
+static_assert(direct_b_row_vectors<float, 2> <= direct_b_row_vectors<float, 1> &&
+                  direct_b_row_vectors<double, 2> <= direct_b_row_vectors<double, 1>,
+              "one row covers the most vectors: its array of destinations holds every sliver's");
 
-/// gemm_micro_kernel_direct_b for one row of A against direct_b_row_vectors vectors of B's
-/// row at once (several panels): W's rows are swept once for those columns instead of once a
-/// panel, each k step reading direct_b_row_vectors contiguous vectors of the row. Vector j of
-/// the row of C (and of bias, contiguous) lands at c[j], so that the row may span several of
+/// gemm_micro_kernel_direct_b for a sliver of Rows <= direct_b_rows_most rows against
+/// direct_b_row_vectors<T, Rows> vectors of B's rows at once (several panels): W's rows are
+/// swept once for those columns instead of once a panel, each k step reading that many
+/// contiguous vectors of a row. Vector j of row 0 of C lands at c[j] (row i at c[j] + i * ldc;
+/// bias's vector j at bias + j * width, contiguous), so that a row may span several of
 /// gemm_nn_split's column blocks (heads), each vector inside one. The same operations on every
 /// element, in the same order, as the one-panel kernels: the same result to the bit.
-template <class T, sliver_layout Layout = sliver_layout::rows>
-void gemm_micro_kernel_direct_b_row(std::size_t kc, const T* __restrict a, const T* __restrict b,
-                                    std::size_t ldb, T* const (&c)[direct_b_row_vectors<T>],
-                                    T alpha, const T* __restrict bias, bool load_c) noexcept {
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, const T* __restrict b,
+                                     std::size_t ldb, T* const (&c)[direct_b_row_vectors<T, 1>],
+                                     std::size_t ldc, T alpha, const T* __restrict bias,
+                                     bool load_c) noexcept {
   using V = simd<T>;
-  constexpr std::size_t nv = direct_b_row_vectors<T>, w = V::width;
-  V acc[1][nv];
-  unroll<nv>([&](auto j) __attribute__((always_inline)) {
-    acc[0][j] = V::zero();
-    __builtin_prefetch(c[j], 1);
+  constexpr std::size_t nv = direct_b_row_vectors<T, Rows>, w = V::width;
+  V acc[Rows][nv];
+  unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+    unroll<nv>([&](auto j) __attribute__((always_inline)) {
+      acc[i][j] = V::zero();
+      __builtin_prefetch(c[j] + i * ldc, 1);
+    });
   });
-  micro_tile_product<T, 1, Layout, true, nv>(kc, a, b, acc, ldb);
+  micro_tile_product<T, Rows, Layout, true, nv>(kc, a, b, acc, ldb);
   const V va = V::broadcast(alpha);
   unroll<nv>([&](auto j) __attribute__((always_inline)) {
-    V add = bias ? V::load(bias + j * w) : V::zero();
-    if (load_c) add += V::load(c[j]);
-    fma(acc[0][j], va, add).store(c[j]);
+    const V vb = bias ? V::load(bias + j * w) : V::zero();
+    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+      V add = vb;
+      if (load_c) add += V::load(c[j] + i * ldc);
+      fma(acc[i][j], va, add).store(c[j] + i * ldc);
+    });
   });
 }
 
@@ -351,6 +370,23 @@ gemm_micro_kernel_packing_ptr<T> gemm_micro_kernel_packing_for(std::size_t rows)
       table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_packing_ptr<T> {
         return &gemm_micro_kernel_direct_b_packing<T, r(), Layout>;
       });
+  return table[rows - 1];
+}
+
+template <class T>
+using gemm_micro_kernel_direct_b_rows_ptr = void (*)(std::size_t, const T*, const T*, std::size_t,
+                                                     T* const (&)[direct_b_row_vectors<T, 1>],
+                                                     std::size_t, T, const T*, bool) noexcept;
+
+/// gemm_micro_kernel_direct_b_rows<T, rows, Layout> for a run-time row count
+/// 1 <= rows <= direct_b_rows_most<T>, and the vectors of B's row it covers.
+template <class T, sliver_layout Layout = sliver_layout::rows>
+std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel_direct_b_rows_for(
+    std::size_t rows) noexcept {
+  static constexpr auto table = table_by_rows<direct_b_rows_most<T>>([](auto r) {
+    return std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>{
+        &gemm_micro_kernel_direct_b_rows<T, r(), Layout>, direct_b_row_vectors<T, r()>};
+  });
   return table[rows - 1];
 }
 

@@ -463,8 +463,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
 
 // A product of at most direct_b_slivers slivers (m <= 4 mr rows) reads B's whole panels where
 // they lie instead of packing them (detail::gemm_direct_b_block, with
-// detail::gemm_micro_kernel_direct_b; for one row, several panels at once,
-// detail::gemm_micro_kernel_direct_b_row), unless B's rows are a multiple of 4 KiB apart and
+// detail::gemm_micro_kernel_direct_b; for one sliver of a few rows, several panels at once,
+// detail::gemm_micro_kernel_direct_b_rows), unless B's rows are a multiple of 4 KiB apart and
 // there are several slivers: the same operations in the same order, so each of its rows must
 // be, to the bit, that row of the same product over more rows (more slivers than
 // direct_b_slivers, B packed), at every k block (k over kc, the second block adding to the
@@ -485,9 +485,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
   const uniform_pm1 dist;
   std::size_t failures = 0, checked = 0;
   // The product over `tall` rows (B packed) once per shape; each height's product is the
-  // same A's first rows against it. n `wide` lets one row cover direct_b_row_vectors vectors
-  // (detail::gemm_micro_kernel_direct_b_row) twice, across blocks of 64 columns (heads) too.
-  constexpr std::size_t wide = 2 * d::direct_b_row_vectors<T> * d::gemm_tile<T>::width + nr + 5;
+  // same A's first rows against it. n `wide` lets one sliver of a few rows cover its
+  // direct_b_row_vectors vectors (detail::gemm_micro_kernel_direct_b_rows) at least twice,
+  // across blocks of 64 columns (heads) too.
+  constexpr std::size_t wide = 2 * d::direct_b_row_vectors<T, 1> * d::gemm_tile<T>::width + nr + 5;
   for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}, wide})
     for (const std::size_t k : {std::size_t{7}, kc + 44, 2 * kc + 88})  // 1, 2, 3 k blocks
       for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
