@@ -178,6 +178,30 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   }
 }
 
+/// The register tile's epilogue: element (i, j · width ..) of C, at(i, j) (a vector of T
+/// lying in memory), becomes alpha · acc[i][j] + (bias's vector j, if bias) + (itself, if
+/// load_c): the operations every micro-kernel ends with, in one order, so that where a tile's
+/// vectors lie changes no bit.
+template <class T, std::size_t Rows, std::size_t NV, class At>
+[[gnu::always_inline]] inline void store_tile(const simd<T> (&acc)[Rows][NV], T alpha,
+                                              const T* __restrict bias, bool load_c,
+                                              At at) noexcept {
+  using V = simd<T>;
+  const V va = V::broadcast(alpha);
+  V vb[NV];
+  unroll<NV>([&](auto j) __attribute__((always_inline)) {
+    vb[j] = bias ? V::load(bias + j * V::width) : V::zero();
+  });
+  unroll<Rows>([&](auto i) __attribute__((always_inline)) {
+    unroll<NV>([&](auto j) __attribute__((always_inline)) {
+      T* const to = at(i, j);
+      V add = vb[j];
+      if (load_c) add += V::load(to);
+      fma(acc[i][j], va, add).store(to);
+    });
+  });
+}
+
 /// C(Rows x nr) = alpha * A B + (bias broadcast over rows, if bias) + (C, if load_c).
 ///
 /// a: packed sliver, element (i, p) at a[i * gemm_tile<T>::kc + p] (Layout rows) or
@@ -186,13 +210,11 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 /// b: packed panel, element (p, j) at b[p * nr + j].
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
-/// With DirectB (gemm_micro_kernel_direct_b, gemm_micro_kernel_direct_b_rows), b is NV vectors
-/// of columns of a row-major B, k steps ldb apart, read in place (C's tile is then NV vectors
-/// wide); with PacksB also packed into `pack` on the way, fetching rows from `ahead`
-/// (micro_tile_product).
+/// With DirectB (gemm_micro_kernel_direct_b), b is nr columns of a row-major B, k steps ldb
+/// apart, read in place; with PacksB also packed into `pack` on the way, fetching rows from
+/// `ahead` (micro_tile_product).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, bool FetchFar = false,
-          bool PacksB = false>
+          bool DirectB = false, bool FetchFar = false, bool PacksB = false>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           T* __restrict c, std::size_t ldc, T alpha,
@@ -201,7 +223,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
                                                           std::uintptr_t ahead = 0) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
-  constexpr std::size_t nv = NV, w = tile::width;
+  constexpr std::size_t nv = tile::nv;
   static_assert(Rows >= 1 && Rows <= tile::mr);
 
   V acc[Rows][nv];
@@ -211,22 +233,10 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
 
-  micro_tile_product<T, Rows, Layout, DirectB, NV, FetchFar, PacksB>(kc, a, b, acc, ldb, pack,
+  micro_tile_product<T, Rows, Layout, DirectB, nv, FetchFar, PacksB>(kc, a, b, acc, ldb, pack,
                                                                      ahead);
-
-  const V va = V::broadcast(alpha);
-  V vb[nv];
-  unroll<nv>([&](auto j) __attribute__((always_inline)) {
-    vb[j] = bias ? V::load(bias + j * w) : V::zero();
-  });
-  unroll<Rows>([&](auto i) __attribute__((always_inline)) {
-    T* row = c + i * ldc;
-    unroll<nv>([&](auto j) __attribute__((always_inline)) {
-      V add = vb[j];
-      if (load_c) add += V::load(row + j * w);
-      fma(acc[i][j], va, add).store(row + j * w);
-    });
-  });
+  store_tile<T>(acc, alpha, bias, load_c,
+                [&](std::size_t i, std::size_t j) { return c + i * ldc + j * tile::width; });
 }
 
 /// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false).
@@ -246,8 +256,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, gemm_tile<T>::nv, FetchFar>(kc, a, b, ldb, c, ldc,
-                                                                            alpha, bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, true, FetchFar>(kc, a, b, ldb, c, ldc, alpha, bias,
+                                                          load_c);
 }
 
 /// gemm_micro_kernel_direct_b that also packs the panel it reads: each k step's nr elements
@@ -263,8 +273,8 @@ void gemm_micro_kernel_direct_b_packing(std::size_t kc, const T* __restrict a,
                                         std::size_t ldc, T alpha, const T* __restrict bias,
                                         bool load_c, T* __restrict pack,
                                         std::uintptr_t ahead) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, gemm_tile<T>::nv, false, true>(
-      kc, a, b, ldb, c, ldc, alpha, bias, load_c, pack, ahead);
+  gemm_micro_kernel_body<T, Rows, Layout, true, false, true>(kc, a, b, ldb, c, ldc, alpha, bias,
+                                                             load_c, pack, ahead);
 }
 
 /// Vectors of B's row that gemm_micro_kernel_direct_b_rows covers for a sliver of Rows rows:
@@ -306,7 +316,7 @@ void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, cons
                                      std::size_t ldc, T alpha, const T* __restrict bias,
                                      bool load_c) noexcept {
   using V = simd<T>;
-  constexpr std::size_t nv = direct_b_row_vectors<T, Rows>, w = V::width;
+  constexpr std::size_t nv = direct_b_row_vectors<T, Rows>;
   V acc[Rows][nv];
   unroll<Rows>([&](auto i) __attribute__((always_inline)) {
     unroll<nv>([&](auto j) __attribute__((always_inline)) {
@@ -315,15 +325,8 @@ void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, cons
     });
   });
   micro_tile_product<T, Rows, Layout, true, nv>(kc, a, b, acc, ldb);
-  const V va = V::broadcast(alpha);
-  unroll<nv>([&](auto j) __attribute__((always_inline)) {
-    const V vb = bias ? V::load(bias + j * w) : V::zero();
-    unroll<Rows>([&](auto i) __attribute__((always_inline)) {
-      V add = vb;
-      if (load_c) add += V::load(c[j] + i * ldc);
-      fma(acc[i][j], va, add).store(c[j] + i * ldc);
-    });
-  });
+  store_tile<T>(acc, alpha, bias, load_c,
+                [&](std::size_t i, std::size_t j) { return c[j] + i * ldc; });
 }
 
 template <class T>
