@@ -120,7 +120,7 @@ inline bytes safetensors_bytes(const std::vector<safetensors_entry>& entries,
   for (const safetensors_entry& e : entries) {
     json += ",\"" + e.name + "\":{\"dtype\":\"" + e.dtype + "\",\"shape\":[";
     for (std::size_t i = 0; i < e.shape.size(); ++i)
-      json += (i ? "," : "") + std::to_string(e.shape[i]);
+      json.append(i ? "," : "").append(std::to_string(e.shape[i]));
     json += "],\"data_offsets\":[" + std::to_string(offset) + "," +
             std::to_string(offset + e.data.size()) + "]}";
     offset += e.data.size();
