@@ -422,7 +422,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   const bool in_place = !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb);
   const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(cut.short_rows);
   const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(cut.tall_rows);
-  const auto packing_kernel = gemm_micro_kernel_packing_for<T, a_layout>(cut.rows(0));
+  // The first sliver of several packs a row-major B that is not prepacked (the loop nest
+  // below); with one sliver, such a B is read in place.
+  const auto packing_kernel = !TransposedB && panels == nullptr && !in_place
+                                  ? gemm_micro_kernel_packing_for<T, a_layout>(cut.rows(0))
+                                  : nullptr;
 
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);

@@ -9,6 +9,7 @@
 #include "argus/kernel/simd.hpp"
 
 #include <array>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -365,15 +366,23 @@ gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t row
   return table[rows - 1];
 }
 
+/// The lowest height of the first sliver of several (sliver_cut: ceil(m / s) rows with
+/// s = ceil(m / mr) >= 2, so more than mr / 2), the only sliver that packs B as it reads it.
+template <class T>
+inline constexpr std::size_t packing_rows_lowest = gemm_tile<T>::mr / 2 + 1;
+
 /// gemm_micro_kernel_direct_b_packing<T, rows, Layout> for a run-time row count
-/// 1 <= rows <= mr.
+/// packing_rows_lowest <= rows <= mr: no kernel is instantiated for a height that no first
+/// sliver of several has.
 template <class T, sliver_layout Layout = sliver_layout::rows>
 gemm_micro_kernel_packing_ptr<T> gemm_micro_kernel_packing_for(std::size_t rows) noexcept {
+  constexpr std::size_t lowest = packing_rows_lowest<T>;
   static constexpr auto table =
-      table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_packing_ptr<T> {
-        return &gemm_micro_kernel_direct_b_packing<T, r(), Layout>;
+      table_by_rows<gemm_tile<T>::mr - lowest + 1>([](auto r) -> gemm_micro_kernel_packing_ptr<T> {
+        return &gemm_micro_kernel_direct_b_packing<T, r() + lowest - 1, Layout>;
       });
-  return table[rows - 1];
+  assert(rows >= lowest && rows <= gemm_tile<T>::mr);
+  return table[rows - lowest];
 }
 
 template <class T>
