@@ -28,6 +28,12 @@
 //                                                         A's forward)
 //   main mha <n> <rounds> <causal 0|1> <threads>         the fused MHA forward's kernels, d_model
 //                                                         512, h 8 (variant.cpp, argus_ab_mha_*)
+//
+// The operands lie as argus's own tensors do (argus/tensor/aligned_buffer.hpp): on a cache
+// line, and 2 MiB and larger ones on huge pages where Linux allows. ARGUS_AB_MISALIGN=BYTES
+// in the environment (a multiple of 4 below 64) moves every one that many bytes past its line,
+// as operands that are views of memory argus did not allocate may lie (a malloc'ed block: 16
+// bytes past a line).
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/parallel.hpp"
 
@@ -38,7 +44,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <random>
+#include <sys/mman.h>
 #include <vector>
 
 extern "C" void argus_ab_attention_a(std::size_t, std::size_t, std::size_t, bool, const float*,
@@ -67,6 +75,48 @@ extern "C" void argus_ab_mha_b(std::size_t, std::size_t, std::size_t, bool, cons
                                const float*, float*, float*);
 
 namespace {
+
+/// Bytes past a cache line at which every operand starts (ARGUS_AB_MISALIGN, 0 if unset).
+std::size_t misalign_bytes() {
+  static const std::size_t bytes = [] {
+    const char* s = std::getenv("ARGUS_AB_MISALIGN");
+    const std::size_t b = s != nullptr ? std::strtoul(s, nullptr, 10) : 0;
+    if (b % sizeof(float) != 0 || b >= 64) {
+      std::fprintf(stderr, "ARGUS_AB_MISALIGN=%s: a multiple of 4 below 64\n", s);
+      std::exit(2);
+    }
+    return b;
+  }();
+  return bytes;
+}
+
+/// The operands' storage, laid out as argus/tensor/aligned_buffer.hpp lays a tensor's out
+/// (then moved by misalign_bytes()).
+template <class T>
+struct operand_allocator {
+  using value_type = T;
+  static constexpr std::size_t huge = std::size_t{2} << 20;
+  operand_allocator() = default;
+  template <class U>
+  operand_allocator(const operand_allocator<U>&) noexcept {}
+  static std::size_t alignment(std::size_t bytes) noexcept { return bytes >= huge ? huge : 64; }
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T) + misalign_bytes();
+    void* p = ::operator new (bytes, std::align_val_t{alignment(bytes)});
+    if (bytes >= huge) madvise(p, bytes / huge * huge, MADV_HUGEPAGE);
+    return reinterpret_cast<T*>(static_cast<char*>(p) + misalign_bytes());
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T) + misalign_bytes();
+    ::operator delete (reinterpret_cast<char*>(p) - misalign_bytes(),
+                       std::align_val_t{alignment(bytes)});
+  }
+  template <class U>
+  bool operator==(const operand_allocator<U>&) const noexcept {
+    return true;
+  }
+};
+using operand = std::vector<float, operand_allocator<float>>;
 
 double quantile(std::vector<double> x, double q) {
   std::sort(x.begin(), x.end());
@@ -118,7 +168,7 @@ int main(int argc, char** argv) {
   if (cols == 0 || depth == 0) return usage();
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x, y, out_a, out_b, scratch_a, scratch_b;
+  operand x, y, out_a, out_b, scratch_a, scratch_b;
   std::function<void(float*)> run_a, run_b;
   double flops;
   if (gemm) {
