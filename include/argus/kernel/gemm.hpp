@@ -318,15 +318,8 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     else
       pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
   }
-  // One sliver fetches B's rows only direct_b_ahead steps ahead; several also from further
-  // (direct_b_far) into L2, where a k step has direct_b_far_fmas multiply-adds or more (the
-  // FetchFar table keeps that rule).
-  const auto direct_for = [&](std::size_t rows) {
-    return slivers > 1 ? gemm_micro_kernel_direct_b_for<T, Layout, true>(rows)
-                       : gemm_micro_kernel_direct_b_for<T, Layout>(rows);
-  };
-  const auto short_direct = direct_for(cut.short_rows);
-  const auto tall_direct = direct_for(cut.tall_rows);
+  const auto short_direct = gemm_micro_kernel_direct_b_for<T, Layout>(cut.short_rows);
+  const auto tall_direct = gemm_micro_kernel_direct_b_for<T, Layout>(cut.tall_rows);
   // One sliver of at most direct_b_rows_most rows: several panels at once where each vector
   // of the rows lies inside one block of C's columns (it starts at a multiple of the width:
   // blocks of a multiple of it, or one block).

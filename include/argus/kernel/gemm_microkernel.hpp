@@ -78,25 +78,6 @@ enum class sliver_layout { rows, steps, strided_steps };
 /// docs/performance.md, "One sliver reads W in place").
 inline constexpr std::size_t direct_b_ahead = 8;
 
-/// Steps of k ahead that the in-place kernels of several slivers (gemm.hpp,
-/// gemm_direct_b_block) also fetch B's rows into L2, so that a B in L3 arrives in time: the
-/// first sliver of a panel has fewer rows, so fewer cycles a step, than one sliver of mr, and
-/// direct_b_ahead steps no longer cover L3's latency. Intel Xeon (family 6 model 207), the
-/// MHA forward's kernels at n 16 against packing W (bench/ab/ab.sh): 1.08-1.09x without this
-/// fetch, 1.27x with it at 32 steps (16: 1.24x, 64: 1.22x; on the first sliver only: 1.18x).
-/// Not for one sliver, where it cost 12 % (n 1, and m 12 against a W in L3;
-/// docs/performance.md, "A few slivers read W in place").
-inline constexpr std::size_t direct_b_far = 32;
-
-/// The fewest vector multiply-adds a k step of a sliver needs (rows x nv) for the fetch
-/// direct_b_far steps ahead to pay. On the Xeon above with the AVX2 kernels (two vectors a
-/// row), slivers of 6 rows ran 1.2-1.25x faster with it (m 12, 18, 24 against a 512 x 512 W;
-/// m 12, 24 against 1920 x 1920: 1.37-1.39x) and slivers of 5 or fewer 1.2-1.5x slower (m 10,
-/// 14, 15, 20): each step then takes fewer cycles, and two fetches a step from L3 presumably
-/// outrun the core's line fill buffers (not measured: no counters on that VM). Every sliver of
-/// several with the AVX-512 kernels has 6 rows or more.
-inline constexpr std::size_t direct_b_far_fmas = 12;
-
 /// Panels ahead of the one being packed whose rows the packing micro-kernel
 /// (gemm_micro_kernel_direct_b_packing) fetches into L2 at each k step: a row-major B that
 /// is not in cache arrives about two panels' time after it is asked for. AMD EPYC Zen 5
@@ -124,13 +105,15 @@ template <int Locality>
 /// (flash_attention_backward.hpp) run it.
 /// With DirectB, b is not a packed panel but NV vectors of a row of a row-major B read where
 /// they lie, its k steps ldb elements apart (gemm's products of a few slivers: see gemm.hpp),
-/// each row fetched direct_b_ahead steps early into L1 and, with FetchFar, direct_b_far steps
-/// early into L2. With PacksB as well, each k step's vectors of B are also stored, as they
-/// are loaded, into the packed panel at `pack` (element (p, j) at pack[p * nr + j]), and the
-/// same row of another panel of B, whose first row lies at the address `ahead`, is fetched
-/// into L2 (the first sliver of gemm's loop nest packs B so: gemm_micro_kernel_direct_b_packing).
+/// each row fetched direct_b_ahead steps early into L1; with FetchNext as well, the same
+/// row's next NV vectors (the next panel, which the next tile reads kc steps later) into L2
+/// (gemm_micro_kernel_direct_b). With PacksB as well, each k step's vectors of B are also
+/// stored, as they are loaded, into the packed panel at `pack` (element (p, j) at
+/// pack[p * nr + j]), and the same row of another panel of B, whose first row lies at the
+/// address `ahead`, is fetched into L2 (the first sliver of gemm's loop nest packs B so:
+/// gemm_micro_kernel_direct_b_packing).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, bool FetchFar = false,
+          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, bool FetchNext = false,
           bool PacksB = false>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
@@ -142,6 +125,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   constexpr std::size_t nv = NV, w = tile::width;
   static_assert(DirectB || NV == tile::nv, "a packed panel is nv vectors wide");
   static_assert(!PacksB || (DirectB && NV == tile::nv), "only a panel read in place is packed");
+  static_assert(!FetchNext || (DirectB && !PacksB), "only a row read in place fetches its next");
   const std::size_t nr = DirectB ? ldb : tile::nr;
   // Distance between rows of the sliver, and between k steps.
   constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
@@ -159,8 +143,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       // nothing for the optimiser's alias analysis to lose.
       const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(b);
       fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
-      if constexpr (FetchFar)
-        fetch_lines<2>(at + direct_b_far * ldb * sizeof(T), nv * w * sizeof(T));
+      if constexpr (FetchNext) fetch_lines<2>(at + nv * w * sizeof(T), nv * w * sizeof(T));
     }
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     if constexpr (PacksB) {
@@ -212,10 +195,10 @@ template <class T, std::size_t Rows, std::size_t NV, class At>
 /// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
 /// bias: nullptr or nr entries for the tile's columns.
 /// With DirectB (gemm_micro_kernel_direct_b), b is nr columns of a row-major B, k steps ldb
-/// apart, read in place; with PacksB also packed into `pack` on the way, fetching rows from
-/// `ahead` (micro_tile_product).
+/// apart, read in place (with FetchNext, each row's next panel fetched into L2); with PacksB
+/// also packed into `pack` on the way, fetching rows from `ahead` (micro_tile_product).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, bool FetchFar = false, bool PacksB = false>
+          bool DirectB = false, bool FetchNext = false, bool PacksB = false>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           T* __restrict c, std::size_t ldc, T alpha,
@@ -234,8 +217,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
 
-  micro_tile_product<T, Rows, Layout, DirectB, nv, FetchFar, PacksB>(kc, a, b, acc, ldb, pack,
-                                                                     ahead);
+  micro_tile_product<T, Rows, Layout, DirectB, nv, FetchNext, PacksB>(kc, a, b, acc, ldb, pack,
+                                                                      ahead);
   store_tile<T>(acc, alpha, bias, load_c,
                 [&](std::size_t i, std::size_t j) { return c + i * ldc + j * tile::width; });
 }
@@ -249,16 +232,24 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
 }
 
 /// gemm_micro_kernel with b nr columns of a row-major B (element (p, j) at b[p * ldb + j]),
-/// read in place instead of from a packed panel (its rows fetched ahead, with FetchFar also
-/// into L2 from further): the same operations in the same order, so the same result to the
-/// bit.
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool FetchFar = false>
+/// read in place instead of from a packed panel: the same operations in the same order, so
+/// the same result to the bit. Each row is fetched direct_b_ahead steps early into L1, and
+/// its next nr columns (the panel the next tile reads, kc steps later) into L2 at the same
+/// step, so B's rows come from memory in runs of two panels, a whole panel's time ahead of
+/// their use, where the hardware's prefetchers follow none of these strided reads. AMD EPYC
+/// Zen 5 (family 26 model 2), one thread, the scratch program of docs/performance.md ("One
+/// panel ahead"), against the same kernels fetching nothing into L2 (one sliver) or only
+/// their rows 32 steps ahead (several): m 9-12 against W 2560 x 2560 and 4096 x 4096 (from
+/// memory) 1.6-2.1x faster with AVX-512, m 5-6 with AVX2 1.9-2.8x; two slivers (m 16, 24)
+/// against 2560 x 2560 1.2-1.5x; W in L1 or L2 (512 x 512, 768 x 768) 0.98-1.07x. Two panels
+/// ahead: the same or up to 5 % slower. The kernels of gemm_micro_kernel_direct_b_rows,
+/// whose k step reads several panels of a row, do not fetch theirs: there 0.66-0.93x with W
+/// in L2 or L3 (m 3-8 against 768 x 768 and 1600 x 1600).
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, FetchFar>(kc, a, b, ldb, c, ldc, alpha, bias,
-                                                          load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, true, true>(kc, a, b, ldb, c, ldc, alpha, bias, load_c);
 }
 
 /// gemm_micro_kernel_direct_b that also packs the panel it reads: each k step's nr elements
@@ -351,17 +342,12 @@ constexpr auto table_by_rows(Make make) noexcept {
   (std::make_index_sequence<Rows>{});
 }
 
-/// gemm_micro_kernel_direct_b<T, rows, Layout, ...> for a run-time row count 1 <= rows <= mr.
-/// With FetchFar, the kernel that also fetches direct_b_far steps ahead for the heights whose
-/// k step has direct_b_far_fmas multiply-adds or more, and the one without that fetch for
-/// the others (where it costs time): the rule lives here, and no kernel is instantiated that
-/// no call can reach.
-template <class T, sliver_layout Layout = sliver_layout::rows, bool FetchFar = false>
+/// gemm_micro_kernel_direct_b<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
   static constexpr auto table =
       table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-        constexpr bool far = FetchFar && r() * gemm_tile<T>::nv >= direct_b_far_fmas;
-        return &gemm_micro_kernel_direct_b<T, r(), Layout, far>;
+        return &gemm_micro_kernel_direct_b<T, r(), Layout>;
       });
   return table[rows - 1];
 }
