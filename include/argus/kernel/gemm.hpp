@@ -272,6 +272,22 @@ void gemm_narrow_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::si
   gemm_gathered_tile<T>(kernel, rows, cols, kc, a, b, c, ldc, 0, cols, 0, alpha, bias, load_c);
 }
 
+/// Where `count` vectors of row 0 of C from column col lie, into dst[0 .. count): C's columns
+/// in blocks of c_block, block b c_block_stride elements after block b - 1 (gemm). Whether
+/// each lies inside one block: only then can a micro-kernel store it whole where it belongs.
+template <class T>
+bool vector_destinations(T* c, std::size_t col, std::size_t count, std::size_t c_block,
+                         std::size_t c_block_stride, T** dst) noexcept {
+  constexpr std::size_t width = gemm_tile<T>::width;
+  bool inside = true;
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::size_t at = col + j * width;
+    inside = inside && at % c_block + width <= c_block;
+    dst[j] = c + at / c_block * c_block_stride + at % c_block;
+  }
+  return inside;
+}
+
 /// The most slivers of A whose product with a row-major B that is not prepacked reads B
 /// where it lies (gemm_direct_b_block) instead of packing it.
 inline constexpr std::size_t direct_b_slivers = 4;
@@ -293,8 +309,9 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb) noexcept {
 /// another, into the B buffer (which this path does not use); then each panel of B is read
 /// in place by every sliver in turn, so that the first reads it from wherever B lies (its rows
 /// fetched ahead) and the others from cache (L1, or L2 where B's row stride maps the panel's
-/// rows onto few sets of L1). A tile narrower than a panel, or straddling two of
-/// C's column blocks, packs its panel (after the slivers) and goes through
+/// rows onto few sets of L1). A tile whose vectors each lie in one of C's column blocks is
+/// stored vector by vector (vector_destinations); one narrower than a panel, or with a vector
+/// straddling two blocks, packs its panel (after the slivers) and goes through
 /// gemm_gathered_tile. For one sliver of at most direct_b_rows_most rows, several panels at once
 /// (gemm_micro_kernel_direct_b_rows).
 /// Each element of C gets the packed product's operations in the same order: the same bits.
@@ -331,29 +348,26 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   for (std::size_t jr = 0; jr < nc;) {
     const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
     const T* tile_bias = bias ? bias + jr : nullptr;
-    T* const c_tile = c + col / c_block * c_block_stride + col % c_block;
     if (rows_kernel && jr + row_cols <= nc) {
       T* row[direct_b_row_vectors<T, 1>];
-      bool inside = true;
-      for (std::size_t j = 0; j < row_vectors; ++j) {
-        const std::size_t at = col + j * tile::width;
-        inside = inside && at % c_block + tile::width <= c_block;
-        row[j] = c + at / c_block * c_block_stride + at % c_block;
-      }
-      if (inside) {
+      if (vector_destinations(c, col, row_vectors, c_block, c_block_stride, row)) {
         rows_kernel(kc, packed, b + jr, ldb, row, ldc, alpha, tile_bias, load_c);
         jr += row_cols;
         continue;
       }
     }
-    const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
+    T* vectors[tile::nv];
+    const bool whole =
+        cols == tile::nr && vector_destinations(c, col, tile::nv, c_block, c_block_stride, vectors);
     if (!whole) pack_b_panel_n(kc, cols, b + jr, ldb, panel);
     for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
       const T* sliver = packed + s * sliver_size;
-      if (whole)
-        (s < cut.tall ? tall_direct : short_direct)(kc, sliver, b + jr, ldb, c_tile + ir * ldc, ldc,
+      if (whole) {
+        T* sliver_vectors[tile::nv];
+        for (std::size_t j = 0; j < tile::nv; ++j) sliver_vectors[j] = vectors[j] + ir * ldc;
+        (s < cut.tall ? tall_direct : short_direct)(kc, sliver, b + jr, ldb, sliver_vectors, ldc,
                                                     alpha, tile_bias, load_c);
-      else
+      } else
         gemm_gathered_tile<T>(gemm_micro_kernel_for<T, Layout>(cut.rows(s)), cut.rows(s), cols, kc,
                               sliver, panel, c + ir * ldc, ldc, col, c_block, c_block_stride, alpha,
                               tile_bias, load_c);
@@ -468,7 +482,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
             }
           const std::size_t cols = std::min(tile::nr, nc - jr);
           // B(pc:pc+kc, jc+jr:jc+jr+nr) is packed by the first sliver: a whole panel of a
-          // row-major B by the micro-kernel itself as it reads B's rows where they lie
+          // row-major B whose tile's vectors each lie in one of C's column blocks by the
+          // micro-kernel itself as it reads B's rows where they lie
           // (gemm_micro_kernel_direct_b_packing), any other panel by a copy just before its
           // first use. Prepacked (pack_b_blocked), k block pc starts at
           // pc * packed_width(panels_n) and holds every panel, kc x nr each.
@@ -482,7 +497,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           if (s == 0 && !panels) {
             T* dst = buffers.b + jr * kc;
             if constexpr (!TransposedB) {
-              if (whole) {
+              // A tile whose vectors each lie in one block, contiguous or not.
+              T* vectors[tile::nv];
+              if (cols == tile::nr &&
+                  vector_destinations(c_rows, col, tile::nv, c_block, c_block_stride, vectors)) {
                 // The rows fetched ahead: the panel packing_ahead_panels on in the order
                 // this loop nest packs them, further in this block or among the first of
                 // the next (the next k block of these columns; after the last, the next
@@ -492,7 +510,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
                 const std::size_t ahead = on < nc       ? pc * ldb + jc + on
                                           : pc + kc < k ? (pc + kc) * ldb + jc + (on - nc)
                                                         : jc + on;
-                packing_kernel(kc, buffers.a, b + pc * ldb + col, ldb, c_tile, ldc, alpha,
+                packing_kernel(kc, buffers.a, b + pc * ldb + col, ldb, vectors, ldc, alpha,
                                tile_bias, load_c, dst,
                                reinterpret_cast<std::uintptr_t>(b) + ahead * sizeof(T));
                 continue;

@@ -204,18 +204,18 @@ template <class T, std::size_t Rows, std::size_t NV, class At>
 /// a[p * Rows + i] (Layout steps) or a[p * gemm_tile<T>::kc + i] (Layout strided_steps),
 /// i < Rows, p < kc.
 /// b: packed panel, element (p, j) at b[p * nr + j].
-/// c: the tile's first element; rows ldc apart; all Rows x nr entries are written.
+/// at(i, j): where vector j of the tile's row i lies (store_tile); all Rows x nr entries are
+/// written.
 /// bias: nullptr or nr entries for the tile's columns.
 /// With DirectB (gemm_micro_kernel_direct_b), b is nr columns of a row-major B, k steps ldb
 /// apart, read in place (with FetchNext, each row's next panel fetched into L2); with PacksB
 /// also packed into `pack` on the way, fetching rows from `ahead` (micro_tile_product).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, bool FetchNext = false, bool PacksB = false>
+          bool DirectB = false, bool FetchNext = false, bool PacksB = false, class At>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
-                                                          T* __restrict c, std::size_t ldc, T alpha,
-                                                          const T* __restrict bias, bool load_c,
-                                                          T* __restrict pack = nullptr,
+                                                          At at, T alpha, const T* __restrict bias,
+                                                          bool load_c, T* __restrict pack = nullptr,
                                                           std::uintptr_t ahead = 0) noexcept {
   using V = simd<T>;
   using tile = gemm_tile<T>;
@@ -227,41 +227,52 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
     unroll<nv>([&](auto j) __attribute__((always_inline)) { acc[i][j] = V::zero(); });
   });
   // C is read (if load_c) and written only after the k loop; start fetching it now.
-  for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(c + i * ldc, 1);
+  for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(at(i, 0), 1);
 
   micro_tile_product<T, Rows, Layout, DirectB, nv, FetchNext, PacksB>(kc, a, b, acc, ldb, pack,
                                                                       ahead);
-  store_tile<T>(acc, alpha, bias, load_c,
-                [&](std::size_t i, std::size_t j) { return c + i * ldc + j * tile::width; });
+  store_tile<T>(acc, alpha, bias, load_c, at);
 }
+
+/// Where the gemm_tile<T>::nv vectors of a register tile's row 0 lie, one pointer each: the
+/// kernels that read B in place take them so, so that a tile whose vectors lie in two of
+/// gemm_nn_split's column blocks (heads of 80 columns against panels of 32) is stored
+/// where it belongs instead of through gemm_gathered_tile (whose panel is copied first).
+template <class T>
+using tile_vectors = T* const (&)[gemm_tile<T>::nv];
 
 /// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
                        T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
                        bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout>(kc, a, b, 0, c, ldc, alpha, bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout>(
+      kc, a, b, 0,
+      [c, ldc](std::size_t i, std::size_t j) { return c + i * ldc + j * gemm_tile<T>::width; },
+      alpha, bias, load_c);
 }
 
 /// gemm_micro_kernel with b nr columns of a row-major B (element (p, j) at b[p * ldb + j]),
-/// read in place instead of from a packed panel: the same operations in the same order, so
-/// the same result to the bit. Each row is fetched direct_b_ahead steps early into L1, and
-/// its next nr columns (the panel the next tile reads, kc steps later) into L2 at the same
-/// step, so B's rows come from memory in runs of two panels, a whole panel's time ahead of
-/// their use, where the hardware's prefetchers follow none of these strided reads. AMD EPYC
-/// Zen 5 (family 26 model 2), one thread, the scratch program of docs/performance.md ("One
-/// panel ahead"), against the same kernels fetching nothing into L2 (one sliver) or only
+/// read in place instead of from a packed panel, and vector j of C's row i at c[j] + i * ldc:
+/// the same operations in the same order, so the same result to the bit. Each row of B is
+/// fetched direct_b_ahead steps early into L1, and its next nr columns (the panel the next
+/// tile reads, kc steps later) into L2 at the same step, so B's rows come from memory in runs
+/// of two panels, a whole panel's time ahead of their use, where the hardware's prefetchers
+/// follow none of these strided reads. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// `bench/ab/ab.sh` against the same kernels fetching nothing into L2 (one sliver) or only
 /// their rows 32 steps ahead (several): m 9-12 against W 2560 x 2560 and 4096 x 4096 (from
-/// memory) 1.6-2.1x faster with AVX-512, m 5-6 with AVX2 1.9-2.8x; two slivers (m 16, 24)
-/// against 2560 x 2560 1.2-1.5x; W in L1 or L2 (512 x 512, 768 x 768) 0.98-1.07x. Two panels
-/// ahead: the same or up to 5 % slower. The kernels of gemm_micro_kernel_direct_b_rows,
-/// whose k step reads several panels of a row, do not fetch theirs: there 0.66-0.93x with W
-/// in L2 or L3 (m 3-8 against 768 x 768 and 1600 x 1600).
+/// memory) 1.67-2.06x faster with AVX-512, m 5-6 with AVX2 2.09-2.61x; two slivers (m 16, 24)
+/// against 2560 x 2560 1.23-1.48x; W in L1 or L2 (512 x 512, 768 x 768) 1.00-1.16x. In a
+/// scratch variant, two panels ahead: the same or up to 5 % slower; the kernels of
+/// gemm_micro_kernel_direct_b_rows, whose k step reads several panels of a row, fetching
+/// theirs: 0.66-0.93x with W in L2 or L3 (m 3-8 against 768 x 768 and 1600 x 1600).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
-                                std::size_t ldb, T* __restrict c, std::size_t ldc, T alpha,
+                                std::size_t ldb, tile_vectors<T> c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, true>(kc, a, b, ldb, c, ldc, alpha, bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, true, true>(
+      kc, a, b, ldb, [&c, ldc](std::size_t i, std::size_t j) { return c[j] + i * ldc; }, alpha,
+      bias, load_c);
 }
 
 /// gemm_micro_kernel_direct_b that also packs the panel it reads: each k step's nr elements
@@ -270,15 +281,17 @@ void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* 
 /// at `ahead` (an address only, never read) is fetched into L2. The first sliver of gemm's
 /// loop nest thereby packs B on its way through the product, instead of copying each panel
 /// before it (a copy whose reads from L3 or memory the micro-kernels around it did not hide):
-/// the same operations in the same order, so the same result to the bit.
+/// the same operations in the same order, so the same result to the bit. C's vectors lie as
+/// gemm_micro_kernel_direct_b's.
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel_direct_b_packing(std::size_t kc, const T* __restrict a,
-                                        const T* __restrict b, std::size_t ldb, T* __restrict c,
+                                        const T* __restrict b, std::size_t ldb, tile_vectors<T> c,
                                         std::size_t ldc, T alpha, const T* __restrict bias,
                                         bool load_c, T* __restrict pack,
                                         std::uintptr_t ahead) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, false, true>(kc, a, b, ldb, c, ldc, alpha, bias,
-                                                             load_c, pack, ahead);
+  gemm_micro_kernel_body<T, Rows, Layout, true, false, true>(
+      kc, a, b, ldb, [&c, ldc](std::size_t i, std::size_t j) { return c[j] + i * ldc; }, alpha,
+      bias, load_c, pack, ahead);
 }
 
 /// Vectors of B's row that gemm_micro_kernel_direct_b_rows covers for a sliver of Rows rows:
@@ -337,11 +350,12 @@ template <class T>
 using gemm_micro_kernel_ptr = void (*)(std::size_t, const T*, const T*, T*, std::size_t, T,
                                        const T*, bool) noexcept;
 template <class T>
-using gemm_micro_kernel_direct_b_ptr = void (*)(std::size_t, const T*, const T*, std::size_t, T*,
-                                                std::size_t, T, const T*, bool) noexcept;
+using gemm_micro_kernel_direct_b_ptr = void (*)(std::size_t, const T*, const T*, std::size_t,
+                                                tile_vectors<T>, std::size_t, T, const T*,
+                                                bool) noexcept;
 template <class T>
-using gemm_micro_kernel_packing_ptr = void (*)(std::size_t, const T*, const T*, std::size_t, T*,
-                                               std::size_t, T, const T*, bool, T*,
+using gemm_micro_kernel_packing_ptr = void (*)(std::size_t, const T*, const T*, std::size_t,
+                                               tile_vectors<T>, std::size_t, T, const T*, bool, T*,
                                                std::uintptr_t) noexcept;
 
 /// make(integral_constant<rows>) for rows = 1 .. Rows, as an array indexed by rows - 1: a

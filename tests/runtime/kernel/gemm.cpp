@@ -332,18 +332,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(threads_use_their_own_packing_buffers, T, element_
 // stride ldc, `block_stride` apart (split heads). Every element against the double
 // reference and, to the bit, against gemm_nn into one row-major C; everything between and
 // after the blocks keeps its sentinel. Block widths below, at and above the register tile,
-// multiples of it and not, one block and many.
+// multiples of it and not (nr / 2 and 80: tiles whose vectors each lie in one block, stored
+// vector by vector by the kernels that read B in place), one block and many. Heights of one
+// sliver, of a few (B read in place) and of more than direct_b_slivers (B packed by the first
+// sliver's micro-kernel).
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
-  constexpr std::size_t nr = argus::kernel::detail::gemm_tile<T>::nr;
-  constexpr std::size_t kc = argus::kernel::detail::gemm_tile<T>::kc;
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t nr = d::gemm_tile<T>::nr;
+  constexpr std::size_t kc = d::gemm_tile<T>::kc;
+  constexpr std::size_t packing = d::direct_b_slivers * d::gemm_tile<T>::mr + 1;
   std::mt19937 rng(7);
   const uniform_pm1 dist;
   std::size_t failures = 0;
-  for (const std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{29}})
+  for (const std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{29}, packing})
     for (const std::size_t n : {std::size_t{5}, nr, 3 * nr + 4, std::size_t{130}})
       for (const std::size_t k : {std::size_t{3}, kc + 4})  // one k block and two
-        for (const std::size_t block :
-             {std::size_t{1}, std::size_t{3}, nr / 2, nr, 2 * nr, std::size_t{64}, n, n + 5})
+        for (const std::size_t block : {std::size_t{1}, std::size_t{3}, nr / 2, nr, 2 * nr,
+                                        std::size_t{64}, std::size_t{80}, n, n + 5})
           for (const bool accumulate : {false, true}) {
             if (block == 0) continue;
             const std::size_t ldc = block + 2, stride = m * ldc + 5;
