@@ -5,6 +5,7 @@
 #
 #   bench/ab/ab.sh [options] REV_A REV_B [attention N ROUNDS CAUSAL THREADS [D] |
 #                                          gemm M ROUNDS [N K] |
+#                                          packed M ROUNDS [N K] |
 #                                          split M ROUNDS D_MODEL D_K |
 #                                          backward N ROUNDS CAUSAL THREADS [D] |
 #                                          mha N ROUNDS CAUSAL THREADS] [--peak]
@@ -13,7 +14,8 @@
 # REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
 # the working tree's include/ as it is now. D: the head width (d_k = d_v) of the attention and
 # backward workloads, 64 if not given. N, K: gemm's product (M x K) . (K x N), both 512 if not
-# given. The workload defaults to `attention 1024 40 0 1`; several workloads joined by `+`
+# given; packed: the same product on B packed once (pack_gemm_b, as argus::prepack packs a
+# weight; the packing is not timed). The workload defaults to `attention 1024 40 0 1`; several workloads joined by `+`
 # run one after the other on one build of the program.
 # --peak after the workload: every round also measures the FMA peak of its thread count, and
 # each side's median share of the peak of its own round is reported (WORKTREE WORKTREE with
@@ -48,7 +50,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2

@@ -20,6 +20,8 @@
 //                                                         (64 if not given), float
 //   main gemm <m> <rounds> [n k]                          gemm_nn (m × k) · (k × n), row-major,
 //                                                         n = k = 512 if not given
+//   main packed <m> <rounds> [n k]                        the same product on B packed once
+//                                                         (pack_gemm_b, as argus::prepack)
 //   main split <m> <rounds> <d_model> <d_k>               gemm_nn_split (m × d_model) ·
 //                                                         (d_model × d_model) into heads of d_k
 //   main backward <n> <rounds> <causal 0|1> <threads> [d]
@@ -65,6 +67,10 @@ extern "C" void argus_ab_gemm_a(std::size_t, std::size_t, std::size_t, const flo
                                 float*);
 extern "C" void argus_ab_gemm_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
                                 float*);
+extern "C" void argus_ab_packed_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
+                                  float*);
+extern "C" void argus_ab_packed_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
+                                  float*);
 extern "C" void argus_ab_split_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
                                  float*);
 extern "C" void argus_ab_split_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
@@ -127,6 +133,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: main attention <n> <rounds> <causal 0|1> <threads> [d]\n"
                "       main gemm <m> <rounds> [n k]\n"
+               "       main packed <m> <rounds> [n k]\n"
                "       main split <m> <rounds> <d_model> <d_k>\n"
                "       main backward <n> <rounds> <causal 0|1> <threads> [d]\n"
                "       main mha <n> <rounds> <causal 0|1> <threads>\n"
@@ -141,7 +148,8 @@ int main(int argc, char** argv) {
   if (with_peak) --argc;
   if (argc < 4) return usage();
   const bool split = std::strcmp(argv[1], "split") == 0;
-  const bool gemm = split || std::strcmp(argv[1], "gemm") == 0;
+  const bool packed = std::strcmp(argv[1], "packed") == 0;
+  const bool gemm = split || packed || std::strcmp(argv[1], "gemm") == 0;
   const bool backward = std::strcmp(argv[1], "backward") == 0;
   const bool mha = std::strcmp(argv[1], "mha") == 0;
   if (!gemm && !backward && !mha && std::strcmp(argv[1], "attention") != 0) return usage();
@@ -178,6 +186,9 @@ int main(int argc, char** argv) {
     if (split) {
       run_a = [&](float* c) { argus_ab_split_a(n, width, d_k, x.data(), y.data(), c); };
       run_b = [&](float* c) { argus_ab_split_b(n, width, d_k, x.data(), y.data(), c); };
+    } else if (packed) {
+      run_a = [&](float* c) { argus_ab_packed_a(n, cols, depth, x.data(), y.data(), c); };
+      run_b = [&](float* c) { argus_ab_packed_b(n, cols, depth, x.data(), y.data(), c); };
     } else {
       run_a = [&](float* c) { argus_ab_gemm_a(n, cols, depth, x.data(), y.data(), c); };
       run_b = [&](float* c) { argus_ab_gemm_b(n, cols, depth, x.data(), y.data(), c); };
@@ -272,7 +283,8 @@ int main(int argc, char** argv) {
     std::printf("gemm_nn_split (m x %zu) . (%zu x %zu) into heads of %zu", width, width, width,
                 d_k);
   else if (gemm)
-    std::printf("gemm_nn (m x %zu) . (%zu x %zu)", depth, depth, cols);
+    std::printf("gemm_nn (m x %zu) . (%zu x %zu)%s", depth, depth, cols,
+                packed ? " on B packed once" : "");
   else
     std::printf("%s %s",
                 backward ? "flash_attention_backward"

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
+#include <new>
+#include <sys/mman.h>
 
 #define ARGUS_AB_CAT2(a, b) a##b
 #define ARGUS_AB_CAT(a, b) ARGUS_AB_CAT2(a, b)
@@ -68,6 +71,34 @@ extern "C" void ARGUS_AB_CAT(argus_ab_gemm_, ARGUS_AB_SIDE)(std::size_t m, std::
                                                             std::size_t k, const float* a,
                                                             const float* b, float* c) {
   argus::kernel::gemm_nn<float>(m, n, k, 1.0f, a, k, b, n, c, n);
+}
+
+/// gemm_nn's product on B packed once, as argus::prepack packs a weight (pack_gemm_b, read by
+/// gemm_nn_split_prepacked into one block): the first call for a B packs it, into storage on a
+/// cache line (2 MiB and more: on huge pages where Linux allows, as argus's buffers) kept until
+/// another B comes.
+extern "C" void ARGUS_AB_CAT(argus_ab_packed_, ARGUS_AB_SIDE)(std::size_t m, std::size_t n,
+                                                              std::size_t k, const float* a,
+                                                              const float* b, float* c) {
+  struct aligned_delete {
+    std::size_t alignment;
+    void operator()(float* p) const noexcept { ::operator delete (p, std::align_val_t{alignment}); }
+  };
+  static std::unique_ptr<float, aligned_delete> panels{nullptr, aligned_delete{64}};
+  static const float* packed_from = nullptr;
+  if (packed_from != b) {
+    const std::size_t bytes = argus::kernel::gemm_packed_b_size<float>(k, n) * sizeof(float);
+    const std::size_t alignment = bytes >= (std::size_t{2} << 20) ? std::size_t{2} << 20 : 64;
+    panels = std::unique_ptr<float, aligned_delete>(
+        static_cast<float*>(::operator new (bytes, std::align_val_t{alignment})),
+        aligned_delete{alignment});
+    if (alignment > 64) madvise(panels.get(), bytes / alignment * alignment, MADV_HUGEPAGE);
+    argus::kernel::pack_gemm_b<float>(k, n, b, n, panels.get());
+    packed_from = b;
+  }
+  argus::kernel::gemm_nn_split_prepacked<float>(m, n, k, 1.0f, a, k, b, n, panels.get(),
+                                                argus::kernel::gemm_panel_width<float>(), n, 0, c,
+                                                n, n, 0, nullptr, false);
 }
 
 /// x (m x d) times W (d x d) written into split heads of width `block`: (d / block, m, block).
