@@ -429,6 +429,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   const bool in_place = !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb);
   const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(cut.short_rows);
   const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(cut.tall_rows);
+  // On prepacked panels the first sliver reads each panel from wherever B lies, and fetches
+  // the next one as it goes (gemm_micro_kernel's FetchNext); the others find it in cache.
+  const auto first_kernel = panels != nullptr
+                                ? gemm_micro_kernel_for<T, a_layout, true>(cut.rows(0))
+                                : (cut.tall > 0 ? tall_kernel : short_kernel);
   // The first sliver of several packs a row-major B that is not prepacked (the loop nest
   // below); with one sliver, such a B is read in place.
   const auto packing_kernel = !TransposedB && panels == nullptr && !in_place
@@ -454,7 +459,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
         const std::size_t rows = cut.rows(s);
-        const auto kernel = s < cut.tall ? tall_kernel : short_kernel;
+        const auto kernel = s == 0 ? first_kernel : s < cut.tall ? tall_kernel : short_kernel;
         if constexpr (TransposedA)
           pack_a_sliver_steps(rows, kc, a + pc * lda + ir, lda, buffers.a);
         else

@@ -119,9 +119,10 @@ template <int Locality>
 /// they lie, its k steps ldb elements apart (gemm's products of a few slivers: see gemm.hpp),
 /// each row fetched direct_b_ahead steps early into L1; with FetchNext as well, the same
 /// row's next NV vectors (the next panel, which the next tile reads kc steps later) into L2
-/// (gemm_micro_kernel_direct_b). With PacksB as well, each k step's vectors of B are also
-/// stored, as they are loaded, into the packed panel at `pack` (element (p, j) at
-/// pack[p * nr + j]), and the same row of another panel of B, whose first row lies at the
+/// (gemm_micro_kernel_direct_b). With FetchNext and a packed panel, the same step of the panel
+/// after it (kc x nr elements on) into L2 (gemm_micro_kernel). With PacksB as well, each k step's
+/// vectors of B are also stored, as they are loaded, into the packed panel at `pack` (element (p,
+/// j) at pack[p * nr + j]), and the same row of another panel of B, whose first row lies at the
 /// address `ahead`, is fetched into L2 (the first sliver of gemm's loop nest packs B so:
 /// gemm_micro_kernel_direct_b_packing).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
@@ -137,7 +138,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   constexpr std::size_t nv = NV, w = tile::width;
   static_assert(DirectB || NV == tile::nv, "a packed panel is nv vectors wide");
   static_assert(!PacksB || (DirectB && NV == tile::nv), "only a panel read in place is packed");
-  static_assert(!FetchNext || (DirectB && !PacksB), "only a row read in place fetches its next");
+  static_assert(!FetchNext || !PacksB, "the packing kernel fetches from `ahead`");
   const std::size_t nr = DirectB ? ldb : tile::nr;
   // Distance between rows of the sliver, and between k steps.
   constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
@@ -157,6 +158,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
       if constexpr (FetchNext) fetch_lines<2>(at + nv * w * sizeof(T), nv * w * sizeof(T));
     }
+    if constexpr (!DirectB && FetchNext)
+      fetch_lines<2>(reinterpret_cast<std::uintptr_t>(b + kc * tile::nr), nv * w * sizeof(T));
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     if constexpr (PacksB) {
       unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j].store(pack + j * w); });
@@ -241,12 +244,20 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 template <class T>
 using tile_vectors = T* const (&)[gemm_tile<T>::nv];
 
-/// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false).
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+/// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false). With
+/// FetchNext, the panel that follows this one where it lies (kc x nr elements on: the next
+/// panel of a B packed by pack_b_blocked) is fetched into L2 a step at a time: the first
+/// sliver of a product on prepacked panels (gemm), which reads each panel from wherever B
+/// lies, the slivers after it from cache. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// `bench/ab/ab.sh ... packed M ROUNDS N K` against no such fetch: m 9-48 against 4096 x 4096
+/// and 2560 x 2560 (from memory) 1.15-1.73x faster with AVX-512, 1.22-1.92x with AVX2; m 128
+/// and 256 1.00-1.05x; W in L2 (768 x 768) 0.98-1.01x.
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
+          bool FetchNext = false>
 void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
                        T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
                        bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout>(
+  gemm_micro_kernel_body<T, Rows, Layout, false, FetchNext>(
       kc, a, b, 0,
       [c, ldc](std::size_t i, std::size_t j) { return c + i * ldc + j * gemm_tile<T>::width; },
       alpha, bias, load_c);
@@ -414,11 +425,13 @@ std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel
   return table[rows - 1];
 }
 
-/// gemm_micro_kernel<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
-template <class T, sliver_layout Layout = sliver_layout::rows>
+/// gemm_micro_kernel<T, rows, Layout, FetchNext> for a run-time row count 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows, bool FetchNext = false>
 gemm_micro_kernel_ptr<T> gemm_micro_kernel_for(std::size_t rows) noexcept {
-  static constexpr auto table = table_by_rows<gemm_tile<T>::mr>(
-      [](auto r) -> gemm_micro_kernel_ptr<T> { return &gemm_micro_kernel<T, r(), Layout>; });
+  static constexpr auto table =
+      table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_ptr<T> {
+        return &gemm_micro_kernel<T, r(), Layout, FetchNext>;
+      });
   return table[rows - 1];
 }
 
