@@ -7,7 +7,8 @@
 //   BM_model_gqa_4096    a grouped-query layer of the Llama-2-70B kind: d_model 4096,
 //                        32 query heads over 8 key/value heads (d_k 128), n 256 and 1024
 //   BM_model_phi2        Phi-2: d_model 2560, 32 heads (d_k 80, not a multiple of the
-//                        AVX-512 kernels' 32-column panels), n 256
+//                        AVX-512 kernels' 32-column panels), n 16 (a few tokens against
+//                        100 MiB of weights, read from memory) and 256
 // each under fused, fused on weights packed once (fused_prepacked: argus::prepack), unfused,
 // eigen, and where built, the oneDNN and libtorch peers (not for
 // the grouped-query layer, which neither peer runs), at threads 1 and 2. Counters:
@@ -55,7 +56,8 @@ const bool registered = [] {
                                  rows({256, 1024}, true, ab::prepacked_evaluator<gpt2_xl>()));
     ab::register_module<gqa_4096>("BM_model_gqa_4096",
                                   rows({256, 1024}, false, ab::prepacked_evaluator<gqa_4096>()));
-    ab::register_module<phi2>("BM_model_phi2", rows({256}, true, ab::prepacked_evaluator<phi2>()));
+    ab::register_module<phi2>("BM_model_phi2",
+                              rows({16, 256}, true, ab::prepacked_evaluator<phi2>()));
   }
   return true;
 }();
