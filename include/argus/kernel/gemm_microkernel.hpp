@@ -95,7 +95,7 @@ inline constexpr std::size_t packing_ahead_panels = 2;
 /// `ARGUS_AB_MISALIGN=16 bench/ab/ab.sh`, operands 16 bytes past a line: one sliver of 12
 /// rows against W 4096 x 4096 and 2560 x 2560 1.68x and 1.46x faster than fetching bytes / 64
 /// lines, m 4-8 1.07-1.09x, the MHA forward's kernels at n 4 and 12 1.07x and 1.15x (AVX2:
-/// m 6 against 4096 x 4096 1.71x, elsewhere 1.07-1.16x); on aligned operands, where the last
+/// m 6 against 4096 x 4096 1.71x, elsewhere 1.01-1.16x); on aligned operands, where the last
 /// line is fetched twice, 0.98-1.04x (AVX2 0.99-1.08x). Counting the lines at run time
 /// instead (a loop from at's line) cost up to 23 % on aligned operands.
 template <int Locality>
@@ -158,8 +158,9 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
       if constexpr (FetchNext) fetch_lines<2>(at + nv * w * sizeof(T), nv * w * sizeof(T));
     }
-    if constexpr (!DirectB && FetchNext)
-      fetch_lines<2>(reinterpret_cast<std::uintptr_t>(b + kc * tile::nr), nv * w * sizeof(T));
+    if constexpr (!DirectB && FetchNext)  // an integer address: the last panel's next is past B
+      fetch_lines<2>(reinterpret_cast<std::uintptr_t>(b) + kc * tile::nr * sizeof(T),
+                     nv * w * sizeof(T));
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     if constexpr (PacksB) {
       unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j].store(pack + j * w); });
@@ -276,7 +277,7 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
 /// against 2560 x 2560 1.23-1.48x; W in L1 or L2 (512 x 512, 768 x 768) 1.00-1.16x. In a
 /// scratch variant, two panels ahead: the same or up to 5 % slower; the kernels of
 /// gemm_micro_kernel_direct_b_rows, whose k step reads several panels of a row, fetching
-/// theirs: 0.66-0.93x with W in L2 or L3 (m 3-8 against 768 x 768 and 1600 x 1600).
+/// theirs: 0.66-0.93x with W in L2 or L3 (m 3-8 against 1600 x 1600, 3-4 against 768 x 768).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, tile_vectors<T> c, std::size_t ldc, T alpha,
