@@ -84,6 +84,9 @@ inline constexpr std::size_t direct_b_ahead = 8;
 /// (family 26 model 2), one thread, bench/ab's interleaved timing against one panel ahead,
 /// (m x k) . (k x n) with m 128 and k 1600, n 3200 and 4800: 1.08-1.09x with AVX-512,
 /// 1.11-1.15x with AVX2 (the same elsewhere, 1.00-1.04x); four panels ahead: 0.98-1.00x.
+/// Those runs had B 16 bytes past a cache line (bench/ab before 13d94c2); on aligned operands
+/// one panel ahead took 0.975-1.025x the time of two (m 16-1024, k 512-4096, both ISAs):
+/// two kept.
 inline constexpr std::size_t packing_ahead_panels = 2;
 
 /// Fetches the cache lines of [at, at + bytes) for reading, with __builtin_prefetch's
