@@ -27,7 +27,9 @@
 // reads, so the micro-kernel reads B's whole panels where they lie, fetching its rows ahead
 // (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several
 // slivers, each panel is read by all of them before the next (the first from wherever B lies,
-// the others from cache), and rows are also fetched further ahead into L2; one sliver of a few
+// the others from cache); the register tile's kernels fetch each row's next panel into L2 as
+// they read the row (gemm_micro_kernel_direct_b, and on prepacked panels the first sliver's
+// gemm_micro_kernel<..., FetchNext>); one sliver of a few
 // rows covers several panels per sweep of B's rows (gemm_micro_kernel_direct_b_rows; one row
 // with 256 bytes of a row per k step, against one panel at a time, 1.13x faster with AVX-512,
 // 1.59x with AVX2, whose panels are one cache line wide; AVX-512 now reads 1 KiB for one row,
