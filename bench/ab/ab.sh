@@ -15,8 +15,10 @@
 # the working tree's include/ as it is now. D: the head width (d_k = d_v) of the attention and
 # backward workloads, 64 if not given. N, K: gemm's product (M x K) . (K x N), both 512 if not
 # given; packed: the same product on B packed once (pack_gemm_b, as argus::prepack packs a
-# weight; the packing is not timed). The workload defaults to `attention 1024 40 0 1`; several workloads joined by `+`
-# run one after the other on one build of the program.
+# weight; the packing is not timed). The workload defaults to `attention 1024 40 0 1`; several
+# workloads joined by `+` run one after the other on one build of the program. The operands
+# lie as argus's tensors do, on a cache line; ARGUS_AB_MISALIGN=BYTES in the environment moves
+# them that many bytes (a multiple of 4 below 64) off it (main.cpp).
 # --peak after the workload: every round also measures the FMA peak of its thread count, and
 # each side's median share of the peak of its own round is reported (WORKTREE WORKTREE with
 # --peak: one revision's % of peak, measured so that the host's drift moves it least).
@@ -50,7 +52,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2
