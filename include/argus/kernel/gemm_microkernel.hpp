@@ -248,6 +248,13 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
 template <class T>
 using tile_vectors = T* const (&)[gemm_tile<T>::nv];
 
+/// store_tile's `at` for vectors given one pointer each (row 0's vector j at c[j], row i
+/// ldc elements below): the kernels that take tile_vectors or a row kernel's destinations.
+template <class T, std::size_t N>
+[[gnu::always_inline]] inline auto vectors_at(T* const (&c)[N], std::size_t ldc) noexcept {
+  return [&c, ldc](std::size_t i, std::size_t j) { return c[j] + i * ldc; };
+}
+
 /// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false). With
 /// FetchNext, the panel that follows this one where it lies (kc x nr elements on: the next
 /// panel of a B packed by pack_b_blocked) is fetched into L2 a step at a time: the first
@@ -285,9 +292,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, tile_vectors<T> c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, true>(
-      kc, a, b, ldb, [&c, ldc](std::size_t i, std::size_t j) { return c[j] + i * ldc; }, alpha,
-      bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, true, true>(kc, a, b, ldb, vectors_at(c, ldc), alpha,
+                                                      bias, load_c);
 }
 
 /// gemm_micro_kernel_direct_b that also packs the panel it reads: each k step's nr elements
@@ -304,9 +310,8 @@ void gemm_micro_kernel_direct_b_packing(std::size_t kc, const T* __restrict a,
                                         std::size_t ldc, T alpha, const T* __restrict bias,
                                         bool load_c, T* __restrict pack,
                                         std::uintptr_t ahead) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, false, true>(
-      kc, a, b, ldb, [&c, ldc](std::size_t i, std::size_t j) { return c[j] + i * ldc; }, alpha,
-      bias, load_c, pack, ahead);
+  gemm_micro_kernel_body<T, Rows, Layout, true, false, true>(kc, a, b, ldb, vectors_at(c, ldc),
+                                                             alpha, bias, load_c, pack, ahead);
 }
 
 /// Vectors of B's row that gemm_micro_kernel_direct_b_rows covers for a sliver of Rows rows:
@@ -357,8 +362,7 @@ void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, cons
     });
   });
   micro_tile_product<T, Rows, Layout, true, nv>(kc, a, b, acc, ldb);
-  store_tile<T>(acc, alpha, bias, load_c,
-                [&](std::size_t i, std::size_t j) { return c[j] + i * ldc; });
+  store_tile<T>(acc, alpha, bias, load_c, vectors_at(c, ldc));
 }
 
 template <class T>
