@@ -154,7 +154,7 @@ void gemm_tn_tile(std::size_t m, std::size_t n, std::size_t k, T alpha, const T*
       const T* panel = panels + jr * k;
       T* c_tile = c + ir * ldc + jr;
       if (cols == tile::nr)
-        kernel(k, at + ir, panel, c_tile, ldc, alpha, nullptr, true);
+        kernel(k, at + ir, panel, contiguous_vectors<T>(c_tile).at, ldc, alpha, nullptr, true);
       else
         gemm_narrow_tile<T>(kernel, rows, cols, k, at + ir, panel, c_tile, ldc, alpha, nullptr,
                             true);

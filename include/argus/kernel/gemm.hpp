@@ -218,8 +218,10 @@ inline void gemm_empty_k(std::size_t m, std::size_t n, T* c, std::size_t ldc, co
 }
 
 /// A tile of C whose cols <= nr columns, starting at column `col` of the product, are not
-/// nr contiguous elements of each row: narrower than a panel (the product's last columns),
-/// or straddling two of gemm_nn_split's column blocks (d_k not a multiple of nr). Element
+/// nv vectors each inside one block: narrower than a panel (the product's last columns), or
+/// with a vector straddling two of gemm_nn_split's column blocks (d_k not a multiple of the
+/// vector width; a tile across two blocks whose vectors each lie in one is stored by the
+/// micro-kernels vector by vector: vector_destinations). Element
 /// (i, j) of the tile is at c_rows[(col + j) / c_block * c_block_stride + i * ldc +
 /// (col + j) % c_block]. The tile's elements are gathered (when load_c) into a local tile,
 /// the micro-kernel runs on it as it runs on C, and they are scattered back, one contiguous
@@ -258,7 +260,7 @@ void gemm_gathered_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::
     std::fill(tile_bias + cols, tile_bias + tile::nr, T(0));
     bias = tile_bias;
   }
-  kernel(kc, a, b, out, tile::nr, alpha, bias, load_c);
+  kernel(kc, a, b, contiguous_vectors<T>(out).at, tile::nr, alpha, bias, load_c);
   for_runs([&](std::size_t j, std::size_t len, T* dst) {
     for (std::size_t i = 0; i < rows; ++i)
       std::memcpy(dst + i * ldc, out + i * tile::nr + j, len * sizeof(T));
@@ -281,11 +283,15 @@ template <class T>
 bool vector_destinations(T* c, std::size_t col, std::size_t count, std::size_t c_block,
                          std::size_t c_block_stride, T** dst) noexcept {
   constexpr std::size_t width = gemm_tile<T>::width;
+  // Column col + j * width lies at `offset` in the block starting at `block` (one division
+  // for the tile, not one a vector).
+  std::size_t offset = col % c_block;
+  T* block = c + col / c_block * c_block_stride;
   bool inside = true;
-  for (std::size_t j = 0; j < count; ++j) {
-    const std::size_t at = col + j * width;
-    inside = inside && at % c_block + width <= c_block;
-    dst[j] = c + at / c_block * c_block_stride + at % c_block;
+  for (std::size_t j = 0; j < count; ++j, offset += width) {
+    for (; offset >= c_block; offset -= c_block) block += c_block_stride;
+    inside = inside && offset + width <= c_block;
+    dst[j] = block + offset;
   }
   return inside;
 }
@@ -406,8 +412,9 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
 /// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
 /// C's columns come in blocks of c_block (any width >= 1; n + 1 for one block), block b
 /// starting c_block_stride elements after block b − 1: element (i, j) of C is at
-/// c[(j / c_block) * c_block_stride + i * ldc + j % c_block] (gemm_nn_split). A tile that
-/// straddles two blocks goes through gemm_gathered_tile.
+/// c[(j / c_block) * c_block_stride + i * ldc + j % c_block] (gemm_nn_split). A tile across
+/// two blocks is stored vector by vector where each vector lies inside one block, and goes
+/// through gemm_gathered_tile where one straddles them.
 /// `panels`, when not null, is a matrix of k rows and `panels_n` columns packed by
 /// pack_b_blocked (TransposedB false), of which B is the columns from `panels_col0` on: its
 /// panels are read where they lie and `b` is not read. Without panels, a row-major B
@@ -494,20 +501,20 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           // (gemm_micro_kernel_direct_b_packing), any other panel by a copy just before its
           // first use. Prepacked (pack_b_blocked), k block pc starts at
           // pc * packed_width(panels_n) and holds every panel, kc x nr each.
+          // A tile whose vectors each lie in one of C's column blocks (contiguous or not) is
+          // stored vector by vector where it belongs; any other through gemm_gathered_tile.
           const T* tile_bias = block_bias ? block_bias + jr : nullptr;
           const std::size_t col = jc + jr;
-          const bool whole = cols == tile::nr && col % c_block + tile::nr <= c_block;
-          T* const c_tile = c_rows + col / c_block * c_block_stride + col % c_block;
+          T* vectors[tile::nv];
+          const bool whole = cols == tile::nr && vector_destinations(c_rows, col, tile::nv, c_block,
+                                                                     c_block_stride, vectors);
           const T* panel =
               panels ? panels + pc * packed_width<T>(panels_n) + (panels_col0 + jc + jr) * kc
                      : buffers.b + jr * kc;
           if (s == 0 && !panels) {
             T* dst = buffers.b + jr * kc;
             if constexpr (!TransposedB) {
-              // A tile whose vectors each lie in one block, contiguous or not.
-              T* vectors[tile::nv];
-              if (cols == tile::nr &&
-                  vector_destinations(c_rows, col, tile::nv, c_block, c_block_stride, vectors)) {
+              if (whole) {
                 // The rows fetched ahead: the panel packing_ahead_panels on in the order
                 // this loop nest packs them, further in this block or among the first of
                 // the next (the next k block of these columns; after the last, the next
@@ -529,7 +536,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
               pack_b_panel_n(kc, cols, b + pc * ldb + jc + jr, ldb, dst);
           }
           if (whole)
-            kernel(kc, buffers.a, panel, c_tile, ldc, alpha, tile_bias, load_c);
+            kernel(kc, buffers.a, panel, vectors, ldc, alpha, tile_bias, load_c);
           else
             gemm_gathered_tile<T>(kernel, rows, cols, kc, buffers.a, panel, c_rows, ldc, col,
                                   c_block, c_block_stride, alpha, tile_bias, load_c);
@@ -609,7 +616,7 @@ void gemm_packed_b(std::size_t m, std::size_t n, std::size_t k, T alpha, const T
         const T* panel = panels + jr * depth + pc * tile::nr;
         T* c_tile = c + ir * ldc + jr;
         if (cols == tile::nr)
-          kernel(kc, sliver, panel, c_tile, ldc, alpha, nullptr, load_c);
+          kernel(kc, sliver, panel, contiguous_vectors<T>(c_tile).at, ldc, alpha, nullptr, load_c);
         else
           gemm_narrow_tile<T>(kernel, rows, cols, kc, sliver, panel, c_tile, ldc, alpha, nullptr,
                               load_c);
@@ -643,8 +650,8 @@ void gemm_nn(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, s
 /// x·W written straight into split heads: with block = d_k, ldc = d_k and block_stride =
 /// seq · d_k, the (seq x heads·d_k) product lands as (heads, seq, d_k). One product over all
 /// the columns packs each row of A a few times, not once per block, and pads only its last
-/// panel, whatever the block width: a tile that straddles two blocks is computed whole and
-/// scattered to both (with d_k 80 and 32-column panels, one product per head would pad each
+/// panel, whatever the block width: a tile across two blocks is computed whole and stored
+/// in both (with d_k 80 and 32-column panels, one product per head would pad each
 /// head's third panel, a sixth of its multiply-adds). pre: block >= 1; no two elements of C
 /// overlap.
 template <class T>

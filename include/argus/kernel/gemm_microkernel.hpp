@@ -255,7 +255,19 @@ template <class T, std::size_t N>
   return [&c, ldc](std::size_t i, std::size_t j) { return c[j] + i * ldc; };
 }
 
-/// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false). With
+/// The destinations of a tile whose vectors lie one after another from c (row 0), for the
+/// kernels that take tile_vectors: contiguous_vectors<T>(c).at.
+template <class T>
+struct contiguous_vectors {
+  T* at[gemm_tile<T>::nv];
+  explicit contiguous_vectors(T* c) noexcept {
+    for (std::size_t j = 0; j < gemm_tile<T>::nv; ++j) at[j] = c + j * gemm_tile<T>::width;
+  }
+};
+
+/// The micro-kernel on a packed panel (gemm_micro_kernel_body with DirectB false), C's
+/// vectors where `c` puts them (tile_vectors: a tile across two of gemm_nn_split's column
+/// blocks, each vector inside one, is stored where it belongs). With
 /// FetchNext, the panel that follows this one where it lies (kc x nr elements on: the next
 /// panel of a B packed by pack_b_blocked) is fetched into L2 a step at a time: the first
 /// sliver of a product on prepacked panels (gemm), which reads each panel from wherever B
@@ -266,12 +278,10 @@ template <class T, std::size_t N>
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool FetchNext = false>
 void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,
-                       T* __restrict c, std::size_t ldc, T alpha, const T* __restrict bias,
+                       tile_vectors<T> c, std::size_t ldc, T alpha, const T* __restrict bias,
                        bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, false, FetchNext>(
-      kc, a, b, 0,
-      [c, ldc](std::size_t i, std::size_t j) { return c + i * ldc + j * gemm_tile<T>::width; },
-      alpha, bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, false, FetchNext>(kc, a, b, 0, vectors_at(c, ldc), alpha,
+                                                            bias, load_c);
 }
 
 /// gemm_micro_kernel with b nr columns of a row-major B (element (p, j) at b[p * ldb + j]),
@@ -366,8 +376,8 @@ void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, cons
 }
 
 template <class T>
-using gemm_micro_kernel_ptr = void (*)(std::size_t, const T*, const T*, T*, std::size_t, T,
-                                       const T*, bool) noexcept;
+using gemm_micro_kernel_ptr = void (*)(std::size_t, const T*, const T*, tile_vectors<T>,
+                                       std::size_t, T, const T*, bool) noexcept;
 template <class T>
 using gemm_micro_kernel_direct_b_ptr = void (*)(std::size_t, const T*, const T*, std::size_t,
                                                 tile_vectors<T>, std::size_t, T, const T*,
