@@ -345,6 +345,18 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   }
   const auto short_direct = gemm_micro_kernel_direct_b_for<T, Layout>(cut.short_rows);
   const auto tall_direct = gemm_micro_kernel_direct_b_for<T, Layout>(cut.tall_rows);
+  // The first of several slivers, which reads B's rows from wherever B lies, fetches the
+  // next direct_b_fetch_group panels' rows at every direct_b_fetch_group-th panel and none at
+  // the others; [0]: the kernel that fetches none, [1]: the group's.
+  constexpr std::size_t group = direct_b_fetch_group<T>;
+  const auto first_direct = [&] {
+    using ptr = gemm_micro_kernel_direct_b_ptr<T>;
+    if constexpr (group > 1)
+      return std::array<ptr, 2>{gemm_micro_kernel_direct_b_for<T, Layout, 0>(cut.rows(0)),
+                                gemm_micro_kernel_direct_b_for<T, Layout, group>(cut.rows(0))};
+    else
+      return std::array<ptr, 2>{};
+  }();
   // One sliver of at most direct_b_rows_most rows: several panels at once where each vector
   // of the rows lies inside one block of C's columns (it starts at a multiple of the width:
   // blocks of a multiple of it, or one block).
@@ -353,7 +365,8 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
                                               ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m)
                                               : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
-  for (std::size_t jr = 0; jr < nc;) {
+  // panel_index: the panel at jr, where each pass covers one (several slivers).
+  for (std::size_t jr = 0, panel_index = 0; jr < nc; ++panel_index) {
     const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
     const T* tile_bias = bias ? bias + jr : nullptr;
     if (rows_kernel && jr + row_cols <= nc) {
@@ -373,8 +386,11 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
       if (whole) {
         T* sliver_vectors[tile::nv];
         for (std::size_t j = 0; j < tile::nv; ++j) sliver_vectors[j] = vectors[j] + ir * ldc;
-        (s < cut.tall ? tall_direct : short_direct)(kc, sliver, b + jr, ldb, sliver_vectors, ldc,
-                                                    alpha, tile_bias, load_c);
+        const auto direct = group > 1 && s == 0 && slivers > 1
+                                ? first_direct[panel_index % group == 0]
+                            : s < cut.tall ? tall_direct
+                                           : short_direct;
+        direct(kc, sliver, b + jr, ldb, sliver_vectors, ldc, alpha, tile_bias, load_c);
       } else
         gemm_gathered_tile<T>(gemm_micro_kernel_for<T, Layout>(cut.rows(s)), cut.rows(s), cols, kc,
                               sliver, panel, c + ir * ldc, ldc, col, c_block, c_block_stride, alpha,

@@ -120,16 +120,17 @@ template <int Locality>
 /// (flash_attention_backward.hpp) run it.
 /// With DirectB, b is not a packed panel but NV vectors of a row of a row-major B read where
 /// they lie, its k steps ldb elements apart (gemm's products of a few slivers: see gemm.hpp),
-/// each row fetched direct_b_ahead steps early into L1; with FetchNext as well, the same
-/// row's next NV vectors (the next panel, which the next tile reads kc steps later) into L2
-/// (gemm_micro_kernel_direct_b). With FetchNext and a packed panel, the same step of the panel
-/// after it (kc x nr elements on) into L2 (gemm_micro_kernel). With PacksB as well, each k step's
+/// each row fetched direct_b_ahead steps early into L1; with FetchNext (a count of panels) as
+/// well, the same row's next FetchNext x NV vectors (the next panels, which the next tiles read
+/// kc steps later and on) into L2 (gemm_micro_kernel_direct_b). With FetchNext and a packed
+/// panel, the same step of the panel after it (kc x nr elements on) into L2
+/// (gemm_micro_kernel). With PacksB as well, each k step's
 /// vectors of B are also stored, as they are loaded, into the packed panel at `pack` (element (p,
 /// j) at pack[p * nr + j]), and the same row of another panel of B, whose first row lies at the
 /// address `ahead`, is fetched into L2 (the first sliver of gemm's loop nest packs B so:
 /// gemm_micro_kernel_direct_b_packing).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, bool FetchNext = false,
+          bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, std::size_t FetchNext = 0,
           bool PacksB = false>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
@@ -159,9 +160,10 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       // nothing for the optimiser's alias analysis to lose.
       const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(b);
       fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
-      if constexpr (FetchNext) fetch_lines<2>(at + nv * w * sizeof(T), nv * w * sizeof(T));
+      if constexpr (FetchNext > 0)
+        fetch_lines<2>(at + nv * w * sizeof(T), FetchNext * nv * w * sizeof(T));
     }
-    if constexpr (!DirectB && FetchNext)  // an integer address: the last panel's next is past B
+    if constexpr (!DirectB && FetchNext > 0)  // an integer address: the last panel's next is past B
       fetch_lines<2>(reinterpret_cast<std::uintptr_t>(b) + kc * tile::nr * sizeof(T),
                      nv * w * sizeof(T));
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
@@ -215,10 +217,11 @@ template <class T, std::size_t Rows, std::size_t NV, class At>
 /// written.
 /// bias: nullptr or nr entries for the tile's columns.
 /// With DirectB (gemm_micro_kernel_direct_b), b is nr columns of a row-major B, k steps ldb
-/// apart, read in place (with FetchNext, each row's next panel fetched into L2); with PacksB
-/// also packed into `pack` on the way, fetching rows from `ahead` (micro_tile_product).
+/// apart, read in place (with FetchNext, each row's next FetchNext panels fetched into L2);
+/// with PacksB also packed into `pack` on the way, fetching rows from `ahead`
+/// (micro_tile_product).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, bool FetchNext = false, bool PacksB = false, class At>
+          bool DirectB = false, std::size_t FetchNext = 0, bool PacksB = false, class At>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           At at, T alpha, const T* __restrict bias,
@@ -298,13 +301,30 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
 /// scratch variant, two panels ahead: the same or up to 5 % slower; the kernels of
 /// gemm_micro_kernel_direct_b_rows, whose k step reads several panels of a row, fetching
 /// theirs: 0.66-0.93x with W in L2 or L3 (m 3-8 against 1600 x 1600, 3-4 against 768 x 768).
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+/// FetchPanels: the panels after this one whose rows are fetched so (1; 0 or
+/// direct_b_fetch_group for the first of several slivers where that group is more than one
+/// panel: gemm_direct_b_block).
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
+          std::size_t FetchPanels = 1>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, tile_vectors<T> c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, true>(kc, a, b, ldb, vectors_at(c, ldc), alpha,
-                                                      bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, true, FetchPanels>(kc, a, b, ldb, vectors_at(c, ldc),
+                                                             alpha, bias, load_c);
 }
+
+/// Panels of a row-major B read in place whose rows the first of several slivers fetches
+/// together, every direct_b_fetch_group-th panel (gemm_direct_b_block), so that each row of a
+/// B in memory is asked for in runs of two cache lines: 2 where a panel is one 64-byte line
+/// (AVX2), 1 elsewhere (AVX-512's panels are two lines). AMD EPYC Zen 5 (family 26 model 2),
+/// one thread, `bench/ab/ab.sh --march=x86-64-v3` against fetching each next panel as it
+/// comes, W 2560 x 7680 (75 MiB, from memory): m 12, 16, 24 1.24-1.27x, 1.20x, 1.14x faster;
+/// W 2560 x 2560 (25 MiB, L3 or memory) 0.98-1.09x, in L2 (768 x 768) 0.99x; Phi-2's layer at
+/// n 16 (100 MiB of weights) 1.20x on 1 thread. Not kept: AVX-512 fetching two of its panels
+/// together (0.62-0.95x in a scratch variant), the portable set's 32-byte panels four together
+/// (0.96x from memory).
+template <class T>
+inline constexpr std::size_t direct_b_fetch_group = gemm_tile<T>::nr * sizeof(T) == 64 ? 2 : 1;
 
 /// gemm_micro_kernel_direct_b that also packs the panel it reads: each k step's nr elements
 /// of B, loaded from B's row, are stored into `pack` (kc x nr, as pack_b_panel_n lays a panel
@@ -397,12 +417,13 @@ constexpr auto table_by_rows(Make make) noexcept {
   (std::make_index_sequence<Rows>{});
 }
 
-/// gemm_micro_kernel_direct_b<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
-template <class T, sliver_layout Layout = sliver_layout::rows>
+/// gemm_micro_kernel_direct_b<T, rows, Layout, FetchPanels> for a run-time row count
+/// 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t FetchPanels = 1>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
   static constexpr auto table =
       table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-        return &gemm_micro_kernel_direct_b<T, r(), Layout>;
+        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchPanels>;
       });
   return table[rows - 1];
 }

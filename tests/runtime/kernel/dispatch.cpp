@@ -443,9 +443,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
     bool bias, accumulate;
   };
   // Odd sizes (partial register tiles and slivers), and past a k block: 300 past AVX-512's
-  // (kc 256), 530 past the 16-register sets' (kc 512).
+  // (kc 256), 530 past the 16-register sets' (kc 512). 21 rows: a few slivers that read B in
+  // place, the first taller than the others (AVX2: 6 + 3 x 5, its first sliver's kernels
+  // alternating as direct_b_fetch_group says; AVX-512: 11 + 10).
   for (const shape s : {shape{37, 45, 29, true, true}, shape{70, 130, 300, false, false},
-                        shape{33, 50, 530, true, true}}) {
+                        shape{33, 50, 530, true, true}, shape{21, 100, 530, true, false}}) {
     const std::vector<T> a = random_values<T>(s.m * s.k, 11), b = random_values<T>(s.k * s.n, 12);
     const std::vector<T> c0 = random_values<T>(s.m * s.n, 13), bias = random_values<T>(s.n, 14);
     const T alpha = T(0.75);
