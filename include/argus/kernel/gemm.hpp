@@ -28,7 +28,8 @@
 // (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several
 // slivers, each panel is read by all of them before the next (the first from wherever B lies,
 // the others from cache); the register tile's kernels fetch each row's next panel into L2 as
-// they read the row (gemm_micro_kernel_direct_b, and on prepacked panels the first sliver's
+// they read the row (gemm_micro_kernel_direct_b; with AVX2's one-line panels the first sliver
+// two panels at every other one, direct_b_fetch_group; on prepacked panels the first sliver's
 // gemm_micro_kernel<..., FetchNext>); one sliver of a few
 // rows covers several panels per sweep of B's rows (gemm_micro_kernel_direct_b_rows; one row
 // with 256 bytes of a row per k step, against one panel at a time, 1.13x faster with AVX-512,
