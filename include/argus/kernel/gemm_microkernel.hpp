@@ -321,8 +321,8 @@ void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* 
 /// comes, W 2560 x 7680 (75 MiB, from memory): m 12, 16, 24 1.24-1.27x, 1.20x, 1.14x faster;
 /// W 2560 x 2560 (25 MiB, L3 or memory) 0.98-1.09x, in L2 (768 x 768) 0.99x; Phi-2's layer at
 /// n 16 (100 MiB of weights) 1.20x on 1 thread. Not kept: AVX-512 fetching two of its panels
-/// together (0.62-0.95x in a scratch variant), the portable set's 32-byte panels four together
-/// (0.96x from memory).
+/// together (0.94-0.99x: m 16-40 against 2560 x 7680, 2560 x 2560, 768 x 768), the portable
+/// set's 32-byte panels four together (0.96x from memory).
 template <class T>
 inline constexpr std::size_t direct_b_fetch_group = gemm_tile<T>::nr * sizeof(T) == 64 ? 2 : 1;
 
