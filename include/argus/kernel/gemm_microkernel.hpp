@@ -124,11 +124,10 @@ template <int Locality>
 /// well, the same row's next FetchNext x NV vectors (the next panels, which the next tiles read
 /// kc steps later and on) into L2 (gemm_micro_kernel_direct_b). With FetchNext and a packed
 /// panel, the same step of the panel after it (kc x nr elements on) into L2
-/// (gemm_micro_kernel). With PacksB as well, each k step's
-/// vectors of B are also stored, as they are loaded, into the packed panel at `pack` (element (p,
-/// j) at pack[p * nr + j]), and the same row of another panel of B, whose first row lies at the
-/// address `ahead`, is fetched into L2 (the first sliver of gemm's loop nest packs B so:
-/// gemm_micro_kernel_direct_b_packing).
+/// (gemm_micro_kernel). With PacksB as well, each k step's vectors of B are also stored, as
+/// they are loaded, into the packed panel at `pack` (element (p, j) at pack[p * nr + j]), and
+/// the same row of another panel of B, whose first row lies at the address `ahead`, is fetched
+/// into L2 (the first sliver of gemm's loop nest packs B so: gemm_micro_kernel_direct_b_packing).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, std::size_t FetchNext = 0,
           bool PacksB = false>
