@@ -412,8 +412,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
 // whole panels) they are read in place; elsewhere B is read as gemm_nn_split reads it. Either
 // way C must be gemm_nn_split's C to the bit (the same products in the same order), and
 // nothing outside C may be written. Panels of another width (another instruction set's) and
-// null panels must fall back, not be misread. Heights of more slivers than read B in place
-// (m > direct_b_slivers * mr) have gemm_nn_split pack B in its first sliver's micro-kernel
+// null panels must fall back, not be misread. Blocks of whole vectors but not whole panels
+// put a tile across two blocks, each vector inside one. Heights of more slivers than read B in
+// place (m > direct_b_slivers * mr) have gemm_nn_split pack B in its first sliver's micro-kernel
 // (detail::gemm_micro_kernel_direct_b_packing) where the prepacked product reads panels
 // packed by pack_gemm_b: the same bits again, over one, two and three k blocks.
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, element_types) {
@@ -437,7 +438,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
         BOOST_TEST(panels.size() == k * ((total + nr - 1) / nr * nr));
         argus::kernel::pack_gemm_b<T>(k, total, b.data(), total, panels.data());
         for (const std::size_t col0 : {std::size_t{0}, nr, std::size_t{3}})
-          for (const std::size_t block : {std::size_t{3}, nr, 2 * nr, std::size_t{64}, total})
+          // nr / 2 * 3: whole vectors, not whole panels (a tile across two blocks, each of
+          // its vectors inside one: stored vector by vector).
+          for (const std::size_t block :
+               {std::size_t{3}, nr, nr / 2 * 3, 2 * nr, std::size_t{64}, total})
             for (const std::size_t width : {nr, nr / 2, std::size_t{0}})
               for (const bool accumulate : {false, true}) {
                 if (col0 >= total) continue;
