@@ -366,7 +366,8 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
                                               ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m)
                                               : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
-  // panel_index: the panel at jr, where each pass covers one (several slivers).
+  // panel_index counts the passes; with several slivers (the only use of it) each pass is one
+  // panel, so it is the index of the panel at jr.
   for (std::size_t jr = 0, panel_index = 0; jr < nc; ++panel_index) {
     const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
     const T* tile_bias = bias ? bias + jr : nullptr;

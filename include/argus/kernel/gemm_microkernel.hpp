@@ -339,8 +339,8 @@ void gemm_micro_kernel_direct_b_packing(std::size_t kc, const T* __restrict a,
                                         std::size_t ldc, T alpha, const T* __restrict bias,
                                         bool load_c, T* __restrict pack,
                                         std::uintptr_t ahead) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, false, true>(kc, a, b, ldb, vectors_at(c, ldc),
-                                                             alpha, bias, load_c, pack, ahead);
+  gemm_micro_kernel_body<T, Rows, Layout, true, 0, true>(kc, a, b, ldb, vectors_at(c, ldc), alpha,
+                                                         bias, load_c, pack, ahead);
 }
 
 /// Vectors of B's row that gemm_micro_kernel_direct_b_rows covers for a sliver of Rows rows:

@@ -333,9 +333,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(threads_use_their_own_packing_buffers, T, element_
 // reference and, to the bit, against gemm_nn into one row-major C; everything between and
 // after the blocks keeps its sentinel. Block widths below, at and above the register tile,
 // multiples of it and not (nr / 2 and 80: tiles whose vectors each lie in one block, stored
-// vector by vector by the kernels that read B in place), one block and many. Heights of one
-// sliver, of a few (B read in place) and of more than direct_b_slivers (B packed by the first
-// sliver's micro-kernel).
+// vector by vector), one block and many. Heights of one sliver, of a few (B read in place)
+// and of more than direct_b_slivers (B packed by the first sliver's micro-kernel).
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t nr = d::gemm_tile<T>::nr;
