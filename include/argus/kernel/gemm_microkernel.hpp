@@ -317,11 +317,12 @@ void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* 
 /// B in memory is asked for in runs of two cache lines: 2 where a panel is one 64-byte line
 /// (AVX2), 1 elsewhere (AVX-512's panels are two lines). AMD EPYC Zen 5 (family 26 model 2),
 /// one thread, `bench/ab/ab.sh --march=x86-64-v3` against fetching each next panel as it
-/// comes, W 2560 x 7680 (75 MiB, from memory): m 12, 16, 24 1.24-1.27x, 1.20x, 1.14x faster;
-/// W 2560 x 2560 (25 MiB, L3 or memory) 0.98-1.09x, in L2 (768 x 768) 0.99x; Phi-2's layer at
-/// n 16 (100 MiB of weights) 1.20x on 1 thread. Not kept: AVX-512 fetching two of its panels
-/// together (0.94-0.99x: m 16-40 against 2560 x 7680, 2560 x 2560, 768 x 768), the portable
-/// set's 32-byte panels four together (0.96x from memory).
+/// comes, W 2560 x 7680 (75 MiB, from memory): m 12, 16, 24 1.12-1.27x, 1.10-1.21x, 1.12-1.14x
+/// faster over four runs (this VM's memory bandwidth drifts); W 2560 x 2560 (25 MiB, L3 or
+/// memory) 0.98-1.09x, in L2 (768 x 768) 0.99x; Phi-2's layer at n 16 (100 MiB of weights)
+/// 1.20x on 1 thread. Not kept: AVX-512 fetching two of its panels together (0.94-0.99x: m
+/// 16-40 against 2560 x 7680, 2560 x 2560, 768 x 768), the portable set's 32-byte panels four
+/// together (0.96x from memory).
 template <class T>
 inline constexpr std::size_t direct_b_fetch_group = gemm_tile<T>::nr * sizeof(T) == 64 ? 2 : 1;
 
