@@ -39,8 +39,8 @@
 // against packing: m 1 2.1x faster with AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6
 // 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48 1.00-1.15x; W 2048 x 2048 (from L3): m 1
 // 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x.
-// Several slivers against rows a multiple of 4 KiB apart pack B (reads_b_in_place;
-// docs/performance.md).
+// Against rows a multiple of 4 KiB apart, several slivers pack B unless B is large
+// (reads_b_in_place; docs/performance.md).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
@@ -301,14 +301,38 @@ bool vector_destinations(T* c, std::size_t col, std::size_t count, std::size_t c
 /// where it lies (gemm_direct_b_block) instead of packing it.
 inline constexpr std::size_t direct_b_slivers = 4;
 
-/// Whether gemm reads a row-major B (row stride ldb) in place for `slivers` slivers of A: one
-/// sliver always (it reads each panel once); two to direct_b_slivers when B's rows are not a
-/// multiple of 4 KiB apart. Such a stride maps a panel's rows onto the same few sets of every
-/// cache, so the later slivers re-read the panel from L3 (m 24 against a 2048 x 2048 W:
-/// 0.95x the packed product, level at m 16); packed, the panel is contiguous.
+/// The most slivers of A that read a row-major B in place when B's rows are a multiple of
+/// 4 KiB apart and B is at least page_stride_in_place_bytes (reads_b_in_place): 3 with
+/// AVX-512, 1 elsewhere. Such a stride maps a panel's rows onto the same few sets of L1 (and,
+/// at multiples of 16 KiB, of L2), so the slivers after the first re-read each panel from L2
+/// or L3, where packed it would be contiguous. Against a B that comes from memory, AVX-512's
+/// first sliver reading the panels in place (each row's next panel fetched ahead,
+/// gemm_micro_kernel_direct_b) outruns the packing kernel (two panels ahead) by more than
+/// that; against a B held in L3 it does not. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// `bench/ab/ab.sh` in place ÷ packed (the same bits), two runs an hour apart: m 13 / 16 / 24
+/// against W 4096 x 4096 (64 MiB) 1.26-1.27 / 1.21-1.25 / 1.08-1.11x faster, into heads of 128
+/// 1.11-1.13x; W of 16 MiB (4096 x 1024, 1024 x 4096, 2048 x 2048) 0.99-1.07x; W 1024 x 1024
+/// (4 MiB, in L3) m 13 / 16 / 30 0.92 / 0.97-0.98 / 0.96x, so a smaller B packs; four slivers
+/// (m 48) 0.99x. AVX2, whose 6-row tiles share a panel among more slivers: two slivers
+/// 1.12-1.16x against 4096 x 4096 but 0.76-0.98x against W of 4-16 MiB, three or four
+/// 0.91-1.00x (docs/performance.md, "Rows 4 KiB apart").
+inline constexpr std::size_t page_stride_direct_b_slivers = simd_bytes == 64 ? 3 : 1;
+
+/// The least size of B (k x n elements, in bytes) for which page_stride_direct_b_slivers
+/// holds: half the L3 of the machine that measured it, more than a core's share of the L3 of
+/// most, so a B that large is read from memory whenever another B came in between.
+inline constexpr std::size_t page_stride_in_place_bytes = std::size_t{16} << 20;
+
+/// Whether gemm reads a row-major B (k x n, row stride ldb) in place for `slivers` slivers of
+/// A: one sliver always (it reads each panel once); up to direct_b_slivers when B's rows are
+/// not a multiple of 4 KiB apart; when they are, up to page_stride_direct_b_slivers for a B
+/// of page_stride_in_place_bytes or more, one for a smaller one.
 template <class T>
-constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb) noexcept {
-  return slivers == 1 || (slivers <= direct_b_slivers && ldb * sizeof(T) % 4096 != 0);
+constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_t k,
+                                std::size_t n) noexcept {
+  if (slivers == 1) return true;
+  if (ldb * sizeof(T) % 4096 != 0) return slivers <= direct_b_slivers;
+  return k * n * sizeof(T) >= page_stride_in_place_bytes && slivers <= page_stride_direct_b_slivers;
 }
 
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
@@ -453,7 +477,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   const std::size_t slivers = cut.count;
   // Few slivers of rows against a row-major B that is not prepacked: B read where it lies
   // (gemm_direct_b_block).
-  const bool in_place = !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb);
+  const bool in_place =
+      !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb, k, n);
   const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(cut.short_rows);
   const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(cut.tall_rows);
   // On prepacked panels the first sliver reads each panel from wherever B lies, and fetches

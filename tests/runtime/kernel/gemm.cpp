@@ -422,7 +422,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
   constexpr std::size_t kc = d::gemm_tile<T>::kc;
   constexpr std::size_t packing = d::direct_b_slivers * d::gemm_tile<T>::mr + 1;
   BOOST_TEST(argus::kernel::gemm_panel_width<T>() == nr);
-  BOOST_TEST(!d::reads_b_in_place<T>(d::sliver_cut::of<T>(packing).count, 3 * nr + 5));
+  BOOST_TEST(!d::reads_b_in_place<T>(d::sliver_cut::of<T>(packing).count, 3 * nr + 5, 2 * kc + 88,
+                                     3 * nr + 5));
   std::mt19937 rng(11);
   const uniform_pm1 dist;
   std::size_t failures = 0, checked = 0;
@@ -473,12 +474,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
 // they lie instead of packing them (detail::gemm_direct_b_block, with
 // detail::gemm_micro_kernel_direct_b; for one sliver of a few rows, several panels at once,
 // detail::gemm_micro_kernel_direct_b_rows), unless B's rows are a multiple of 4 KiB apart and
-// there are several slivers: the same operations in the same order, so each of its rows must
-// be, to the bit, that row of the same product over more rows (more slivers than
-// direct_b_slivers, B packed), at every k block (k over kc, the second block adding to the
-// first), with B's rows wider than n and its base off alignment, columns split into blocks
-// (tiles straddling two blocks are gathered), bias and accumulate; and nothing outside C is
-// written.
+// there are several slivers (for a B as small as these; one of
+// detail::page_stride_in_place_bytes or more is read in place by up to
+// detail::page_stride_direct_b_slivers slivers, by the same code as at any other stride): the
+// same operations in the same order, so each of its rows must be, to the bit, that row of the
+// same product over more rows (more slivers than direct_b_slivers, B packed), at every k block
+// (k over kc, the second block adding to the first), with B's rows wider than n and its base
+// off alignment, columns split into blocks (tiles straddling two blocks are gathered), bias
+// and accumulate; and nothing outside C is written.
 BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element_types) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t mr = d::gemm_tile<T>::mr;
@@ -502,7 +505,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
       for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
         for (const bool accumulate : {false, true}) {
           // B's rows 5 elements wider than n, or (n 200) 4 KiB apart, where several slivers
-          // pack B.
+          // pack a B this small.
           const std::size_t ldb = n == 200 ? 4096 / sizeof(T) : n + 5;
           const std::size_t tall = most + mr + 1, lda = k + 2;
           std::vector<T> a(tall * lda), b(k * ldb + 1), bias(n);
@@ -555,17 +558,39 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
 }
 
 // Which products read B in place: one sliver whatever B's stride; up to direct_b_slivers
-// slivers unless B's rows are a multiple of 4 KiB apart; never more.
+// slivers where B's rows are not a multiple of 4 KiB apart; where they are, up to
+// page_stride_direct_b_slivers (fewer) for a B of page_stride_in_place_bytes or more, one for
+// a smaller B; never more.
 BOOST_AUTO_TEST_CASE(which_products_read_b_in_place) {
   namespace d = argus::kernel::detail;
-  BOOST_TEST(d::reads_b_in_place<float>(1, 512));
-  BOOST_TEST(d::reads_b_in_place<float>(1, 1024));
-  BOOST_TEST(d::reads_b_in_place<float>(2, 512));
-  BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1536));
-  BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 512));
-  BOOST_TEST(!d::reads_b_in_place<float>(2, 1024));
-  BOOST_TEST(!d::reads_b_in_place<double>(2, 512));
-  BOOST_TEST(d::reads_b_in_place<double>(2, 1000));
+  constexpr std::size_t page = d::page_stride_direct_b_slivers;
+  // Rows of a float B 4096 wide that make page_stride_in_place_bytes (1024).
+  constexpr std::size_t big = d::page_stride_in_place_bytes / sizeof(float) / 4096;
+  BOOST_TEST(page >= 1u);
+  BOOST_TEST(page < d::direct_b_slivers);
+  BOOST_TEST(d::reads_b_in_place<float>(1, 512, 512, 512));
+  BOOST_TEST(d::reads_b_in_place<float>(1, 1024, 512, 1024));
+  BOOST_TEST(d::reads_b_in_place<float>(1, 4096, big, 4096));
+  BOOST_TEST(d::reads_b_in_place<float>(2, 512, 512, 512));
+  BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1536, 512, 1536));
+  BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1000, 4 * big, 1000));
+  BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 512, 512, 512));
+  BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 1000, 4 * big, 1000));
+  // Rows a multiple of 4 KiB apart, B of page_stride_in_place_bytes or just below it.
+  BOOST_TEST(d::reads_b_in_place<float>(page, 4096, big, 4096));
+  BOOST_TEST(d::reads_b_in_place<float>(page, 1024, 4 * big, 1024));
+  BOOST_TEST(!d::reads_b_in_place<float>(page + 1, 4096, big, 4096));
+  BOOST_TEST(!d::reads_b_in_place<float>(2, 4096, big - 1, 4096));
+  BOOST_TEST(!d::reads_b_in_place<float>(2, 1024, 1024, 1024));
+  BOOST_TEST(!d::reads_b_in_place<float>(2, 3072, 512, 3072));
+  // ldb, not n, decides the stride; k x n, not k x ldb, the size.
+  BOOST_TEST(!d::reads_b_in_place<float>(2, 4096, big, 4000));
+  BOOST_TEST(d::reads_b_in_place<float>(2, 4000, big, 4000));
+  BOOST_TEST(d::reads_b_in_place<float>(2, 4000, 512, 4000));
+  BOOST_TEST(d::reads_b_in_place<double>(page, 512, 4 * big, 512));
+  BOOST_TEST(!d::reads_b_in_place<double>(page + 1, 512, 4 * big, 512));
+  BOOST_TEST(!d::reads_b_in_place<double>(2, 512, 512, 512));
+  BOOST_TEST(d::reads_b_in_place<double>(2, 1000, 512, 1000));
 }
 
 // gemm_packed_b over the first n of n' packed columns: a last panel narrower than nr is
