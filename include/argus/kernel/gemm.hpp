@@ -309,9 +309,9 @@ inline constexpr std::size_t direct_b_slivers = 4;
 /// first sliver reading the panels in place (each row's next panel fetched ahead,
 /// gemm_micro_kernel_direct_b) outruns the packing kernel (two panels ahead) by more than
 /// that; against a B held in L3 it does not. AMD EPYC Zen 5 (family 26 model 2), one thread,
-/// `bench/ab/ab.sh` in place ÷ packed (the same bits), two runs an hour apart: m 13 / 16 / 24
-/// against W 4096 x 4096 (64 MiB) 1.26-1.27 / 1.21-1.25 / 1.08-1.11x faster, into heads of 128
-/// 1.11-1.13x; W of 16 MiB (4096 x 1024, 1024 x 4096, 2048 x 2048) 0.99-1.07x; W 1024 x 1024
+/// `bench/ab/ab.sh` in place ÷ packed (the same bits), three runs: m 13 / 16 / 24
+/// against W 4096 x 4096 (64 MiB) 1.26-1.27 / 1.21-1.25 / 1.08-1.15x faster, into heads of 128
+/// 1.11-1.20x; W of 16 MiB (4096 x 1024, 1024 x 4096, 2048 x 2048) 0.99-1.07x; W 1024 x 1024
 /// (4 MiB, in L3) m 13 / 16 / 30 0.92 / 0.97-0.98 / 0.96x, so a smaller B packs; four slivers
 /// (m 48) 0.99x. AVX2, whose 6-row tiles share a panel among more slivers: two slivers
 /// 1.12-1.16x against 4096 x 4096 but 0.76-0.98x against W of 4-16 MiB, three or four
