@@ -302,7 +302,7 @@ bool vector_destinations(T* c, std::size_t col, std::size_t count, std::size_t c
 inline constexpr std::size_t direct_b_slivers = 4;
 
 /// The most slivers of A that read a row-major B in place when B's rows are a multiple of
-/// 4 KiB apart and B is at least page_stride_in_place_bytes (reads_b_in_place): 3 with
+/// 4 KiB apart and B is at least b_from_memory_bytes (reads_b_in_place): 3 with
 /// AVX-512, 1 elsewhere. Such a stride maps a panel's rows onto the same few sets of L1 (and,
 /// at multiples of 16 KiB, of L2), so the slivers after the first re-read each panel from L2
 /// or L3, where packed it would be contiguous. Against a B that comes from memory, AVX-512's
@@ -318,21 +318,49 @@ inline constexpr std::size_t direct_b_slivers = 4;
 /// 0.91-1.00x (docs/performance.md, "Rows 4 KiB apart").
 inline constexpr std::size_t page_stride_direct_b_slivers = simd_bytes == 64 ? 3 : 1;
 
-/// The least size of B (k x n elements, in bytes) for which page_stride_direct_b_slivers
-/// holds: half the L3 of the machine that measured it, more than a core's share of the L3 of
-/// most, so a B that large is read from memory whenever another B came in between.
-inline constexpr std::size_t page_stride_in_place_bytes = std::size_t{16} << 20;
+/// The least size of B (k x n elements, in bytes) that gemm takes to come from memory: half
+/// the L3 of the machine that measured it, more than a core's share of the L3 of most, so a B
+/// that large is read from memory whenever another B came in between. Where B is that large,
+/// page_stride_direct_b_slivers holds, and one sliver of a few rows fetches a whole call ahead
+/// (rows_fetch_a_call_ahead).
+inline constexpr std::size_t b_from_memory_bytes = std::size_t{16} << 20;
+
+/// Whether one sliver of `rows` rows (at most direct_b_rows_most) against a row-major B (k x n,
+/// row stride ldb) takes gemm_micro_kernel_direct_b_rows<..., FromMemory>, which fetches each
+/// row's next vectors a whole call ahead into L2 instead of its rows a few steps ahead into
+/// L1: where B is b_from_memory_bytes or more, for rows_from_memory_any_stride rows or more,
+/// and from direct_b_rows_from_memory_least where B's rows are a multiple of 4 KiB apart
+/// (whose rows the L1 fetch crowds into a few sets). With AVX-512, 4 rows at any stride and 2
+/// at such strides; with 16 registers (AVX2, the portable set), whose kernels read fewer
+/// vectors of a row a step, every row count. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// `bench/ab/ab.sh [--march=...]` before ÷ after, the same bits. AVX-512: W 4096 x 4096 m 2-8
+/// 1.08-1.49x faster, (8192 x 2048) and (16384 x 1024) m 2-3 1.12-1.22x, into heads of 128 m 4
+/// 1.42x, 4000 x 4000 m 4-8 1.15-1.48x, 2560 x 2560 m 8 1.78x; not taken: rows not a multiple
+/// of 4 KiB apart at m 2-3 (0.92-0.97x: 4000 x 4000, 3000 wide) and one row (0.92-0.96x in a
+/// scratch variant). AVX2: 4096 x 4096 m 1-4 1.35-1.72x, 4000 x 4000 m 1 / 2 / 3 / 4 1.12 /
+/// 1.14 / 1.92 / 2.05x, 2560 x 2560 m 1-4 1.12-2.26x, 3000 wide m 1-3 1.13-1.68x. The portable
+/// set: m 1-4 1.53-2.46x. W below 16 MiB and the MHA forward's kernels unchanged
+/// (docs/performance.md, "A few rows against a large W fetch the next run").
+inline constexpr std::size_t rows_from_memory_any_stride = simd_bytes == 64 ? 4 : 1;
+
+template <class T>
+constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::size_t k,
+                                       std::size_t n) noexcept {
+  const bool page_stride = ldb * sizeof(T) % 4096 == 0;
+  return k * n * sizeof(T) >= b_from_memory_bytes &&
+         rows >= (page_stride ? direct_b_rows_from_memory_least : rows_from_memory_any_stride);
+}
 
 /// Whether gemm reads a row-major B (k x n, row stride ldb) in place for `slivers` slivers of
 /// A: one sliver always (it reads each panel once); up to direct_b_slivers when B's rows are
 /// not a multiple of 4 KiB apart; when they are, up to page_stride_direct_b_slivers for a B
-/// of page_stride_in_place_bytes or more, one for a smaller one.
+/// of b_from_memory_bytes or more, one for a smaller one.
 template <class T>
 constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_t k,
                                 std::size_t n) noexcept {
   if (slivers == 1) return true;
   if (ldb * sizeof(T) % 4096 != 0) return slivers <= direct_b_slivers;
-  return k * n * sizeof(T) >= page_stride_in_place_bytes && slivers <= page_stride_direct_b_slivers;
+  return k * n * sizeof(T) >= b_from_memory_bytes && slivers <= page_stride_direct_b_slivers;
 }
 
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
@@ -346,13 +374,14 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_
 /// stored vector by vector (vector_destinations); one narrower than a panel, or with a vector
 /// straddling two blocks, packs its panel (after the slivers) and goes through
 /// gemm_gathered_tile. For one sliver of at most direct_b_rows_most rows, several panels at once
-/// (gemm_micro_kernel_direct_b_rows).
+/// (gemm_micro_kernel_direct_b_rows; from_memory: rows_fetch_a_call_ahead, those kernels
+/// fetching a whole call ahead).
 /// Each element of C gets the packed product's operations in the same order: the same bits.
 template <class T, sliver_layout Layout>
 void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a, std::size_t lda,
                          const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t jc,
                          std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
-                         bool load_c, gemm_buffers<T>& buffers) noexcept {
+                         bool load_c, bool from_memory, gemm_buffers<T>& buffers) noexcept {
   using tile = gemm_tile<T>;
   static_assert((direct_b_slivers * tile::mr + tile::nr) * tile::kc <= gemm_buffers<T>::b_size,
                 "the slivers and one panel must fit the B buffer");
@@ -386,9 +415,10 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   // of the rows lies inside one block of C's columns (it starts at a multiple of the width:
   // blocks of a multiple of it, or one block).
   using rows_pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
-  const auto [rows_kernel, row_vectors] = slivers == 1 && m <= direct_b_rows_most<T>
-                                              ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m)
-                                              : rows_pick{nullptr, 0};
+  const auto [rows_kernel, row_vectors] =
+      slivers == 1 && m <= direct_b_rows_most<T>
+          ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, from_memory)
+          : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
   // panel_index counts the passes; with several slivers (the only use of it) each pass is one
   // panel, so it is the index of the panel at jr.
@@ -505,7 +535,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       if (in_place) {
         gemm_direct_b_block<T, a_layout>(m, kc, nc, a + (TransposedA ? pc * lda : pc), lda,
                                          b + pc * ldb + jc, ldb, c, ldc, jc, c_block,
-                                         c_block_stride, alpha, block_bias, load_c, buffers);
+                                         c_block_stride, alpha, block_bias, load_c,
+                                         rows_fetch_a_call_ahead<T>(m, ldb, k, n), buffers);
         continue;
       }
 

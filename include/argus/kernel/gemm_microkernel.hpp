@@ -128,9 +128,11 @@ template <int Locality>
 /// they are loaded, into the packed panel at `pack` (element (p, j) at pack[p * nr + j]), and
 /// the same row of another panel of B, whose first row lies at the address `ahead`, is fetched
 /// into L2 (the first sliver of gemm's loop nest packs B so: gemm_micro_kernel_direct_b_packing).
+/// FetchNear false (DirectB with FetchNext only): no row is fetched into L1, the L2 fetch of
+/// the next vectors alone running ahead (gemm_micro_kernel_direct_b_rows from memory).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, std::size_t FetchNext = 0,
-          bool PacksB = false>
+          bool PacksB = false, bool FetchNear = true>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
                                                       simd<T> (&acc)[Rows][NV], std::size_t ldb = 0,
@@ -142,6 +144,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   static_assert(DirectB || NV == tile::nv, "a packed panel is nv vectors wide");
   static_assert(!PacksB || (DirectB && NV == tile::nv), "only a panel read in place is packed");
   static_assert(!FetchNext || !PacksB, "the packing kernel fetches from `ahead`");
+  static_assert(FetchNear || (DirectB && FetchNext > 0), "something must be fetched ahead");
   const std::size_t nr = DirectB ? ldb : tile::nr;
   // Distance between rows of the sliver, and between k steps.
   constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
@@ -158,7 +161,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       // step, cost 3-4 % at m 12.) The integer is a hint's address, never dereferenced:
       // nothing for the optimiser's alias analysis to lose.
       const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(b);
-      fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
+      if constexpr (FetchNear)
+        fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
       if constexpr (FetchNext > 0)
         fetch_lines<2>(at + nv * w * sizeof(T), FetchNext * nv * w * sizeof(T));
     }
@@ -377,7 +381,12 @@ static_assert(direct_b_row_vectors<float, 2> <= direct_b_row_vectors<float, 1> &
 /// bias's vector j at bias + j * width, contiguous), so that a row may span several of
 /// gemm_nn_split's column blocks (heads), each vector inside one. The same operations on every
 /// element, in the same order, as the one-panel kernels: the same result to the bit.
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+/// FromMemory (a large B, gemm.hpp's rows_fetch_a_call_ahead): instead of fetching each row's
+/// vectors direct_b_ahead steps early into L1, the kernel fetches the same row's next vectors (the
+/// next call's, kc steps later) into L2, so that a B in memory is asked for a whole call
+/// ahead; docs/performance.md, "A few rows against a large W fetch the next run".
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
+          bool FromMemory = false>
 void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                      std::size_t ldb, T* const (&c)[direct_b_row_vectors<T, 1>],
                                      std::size_t ldc, T alpha, const T* __restrict bias,
@@ -391,7 +400,8 @@ void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, cons
       __builtin_prefetch(c[j] + i * ldc, 1);
     });
   });
-  micro_tile_product<T, Rows, Layout, true, nv>(kc, a, b, acc, ldb);
+  micro_tile_product<T, Rows, Layout, true, nv, FromMemory ? 1 : 0, false, !FromMemory>(kc, a, b,
+                                                                                        acc, ldb);
   store_tile<T>(acc, alpha, bias, load_c, vectors_at(c, ldc));
 }
 
@@ -452,16 +462,30 @@ using gemm_micro_kernel_direct_b_rows_ptr = void (*)(std::size_t, const T*, cons
                                                      T* const (&)[direct_b_row_vectors<T, 1>],
                                                      std::size_t, T, const T*, bool) noexcept;
 
-/// gemm_micro_kernel_direct_b_rows<T, rows, Layout> for a run-time row count
-/// 1 <= rows <= direct_b_rows_most<T>, and the vectors of B's row it covers.
+/// The fewest rows of a gemm_micro_kernel_direct_b_rows<..., FromMemory> (gemm.hpp's
+/// rows_fetch_a_call_ahead decides which runs): 2 with AVX-512, whose one-row kernel reads 16
+/// vectors of a row a step and took 1.04-1.09x as long with as many fetches more against a W
+/// in memory; 1 with 16 registers (8 vectors a step: 1.12-1.35x faster).
+inline constexpr std::size_t direct_b_rows_from_memory_least = simd_bytes == 64 ? 2 : 1;
+
+/// gemm_micro_kernel_direct_b_rows<T, rows, Layout, from_memory> for a run-time row count
+/// 1 <= rows <= direct_b_rows_most<T> (from_memory: for rows >= direct_b_rows_from_memory_least
+/// only), and the vectors of B's row it covers.
 template <class T, sliver_layout Layout = sliver_layout::rows>
 std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel_direct_b_rows_for(
-    std::size_t rows) noexcept {
+    std::size_t rows, bool from_memory) noexcept {
+  using pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
   static constexpr auto table = table_by_rows<direct_b_rows_most<T>>([](auto r) {
-    return std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>{
-        &gemm_micro_kernel_direct_b_rows<T, r(), Layout>, direct_b_row_vectors<T, r()>};
+    return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout>, direct_b_row_vectors<T, r()>};
   });
-  return table[rows - 1];
+  static constexpr auto far = table_by_rows<direct_b_rows_most<T>>([](auto r) {
+    if constexpr (r() < direct_b_rows_from_memory_least)
+      return pick{};
+    else
+      return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout, true>,
+                  direct_b_row_vectors<T, r()>};
+  });
+  return from_memory && rows >= direct_b_rows_from_memory_least ? far[rows - 1] : table[rows - 1];
 }
 
 /// gemm_micro_kernel<T, rows, Layout, FetchNext> for a run-time row count 1 <= rows <= mr.

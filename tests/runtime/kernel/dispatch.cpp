@@ -511,6 +511,36 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
 // gemm_nn_split_prepacked: with its own panels it reads them in place, with another set's
 // (another panel width) it must fall back to B, never misread them; every pairing must give
 // the product.
+// A few rows against a B of detail::b_from_memory_bytes or more: one sliver whose kernels
+// fetch a whole call ahead (gemm_micro_kernel_direct_b_rows<..., FromMemory>) on every set,
+// from one row (16-register sets) or from two or four (AVX-512, rows_fetch_a_call_ahead), B's
+// rows a multiple of 4 KiB apart or not, against a double reference; several k blocks on
+// every set (k 1030 > 2 x 512).
+BOOST_AUTO_TEST_CASE(few_rows_against_a_large_b_agree_across_sets) {
+  using T = float;
+  const std::size_t k = 1030, n = (std::size_t{16} << 20) / (k * sizeof(T)) + 21;
+  const std::size_t page = 4096 / sizeof(T), wide = (n + page) / page * page;
+  const std::vector<T> a = random_values<T>(8 * k, 31), b = random_values<T>(k * wide, 32);
+  const std::vector<T> bias = random_values<T>(n, 33);
+  for (const std::size_t ldb : {n + 5, wide})
+    for (const std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{7}}) {
+      std::vector<double> ref(m * n);
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (std::size_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * double(b[p * ldb + j]);
+          ref[i * n + j] = 0.5 * sum + double(bias[j]);
+        }
+      const std::string what = "gemm_nn " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                               std::to_string(k) + ", B's rows " + std::to_string(ldb) + " apart";
+      check_every_variant<T>(what, ref, [&](const entry_point_table<T>& e) {
+        std::vector<T> c(m * n, T(7));
+        e.gemm_nn(m, n, k, T(0.5), a.data(), k, b.data(), ldb, c.data(), n, bias.data(), false);
+        return c;
+      });
+    }
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(prepacked_gemms_agree_across_sets, T, value_types) {
   const std::size_t m = 37, n = 96, k = 70;
   const std::vector<T> a = random_values<T>(m * k, 21), b = random_values<T>(k * n, 22);

@@ -475,7 +475,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
 // detail::gemm_micro_kernel_direct_b; for one sliver of a few rows, several panels at once,
 // detail::gemm_micro_kernel_direct_b_rows), unless B's rows are a multiple of 4 KiB apart and
 // there are several slivers (for a B as small as these; one of
-// detail::page_stride_in_place_bytes or more is read in place by up to
+// detail::b_from_memory_bytes or more is read in place by up to
 // detail::page_stride_direct_b_slivers slivers, by the same code as at any other stride): the
 // same operations in the same order, so each of its rows must be, to the bit, that row of the
 // same product over more rows (more slivers than direct_b_slivers, B packed), at every k block
@@ -557,15 +557,89 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
   BOOST_TEST(failures == 0u);
 }
 
+// One sliver of a few rows against a B of b_from_memory_bytes or more fetches each row's next
+// vectors a whole call ahead instead of its rows a few steps ahead
+// (detail::gemm_micro_kernel_direct_b_rows<..., FromMemory>, where rows_fetch_a_call_ahead):
+// the same operations in the same order, so C must be, to the bit, the same product computed
+// in column slices of B small enough to take the other kernels, with B's rows wider than n,
+// a multiple of 4 KiB apart or not, two k blocks, bias and accumulate; nothing outside C
+// written.
+BOOST_AUTO_TEST_CASE(few_rows_against_a_b_from_memory_to_the_bit) {
+  namespace d = argus::kernel::detail;
+  using T = float;
+  constexpr std::size_t kc = d::gemm_tile<T>::kc, slice = 1000, page = 4096 / sizeof(T);
+  const std::size_t k = kc + 7, n = d::b_from_memory_bytes / (k * sizeof(T)) + 37;
+  const std::size_t lda = k + 2, ldc = n + 3;
+  BOOST_TEST(k * n * sizeof(T) >= d::b_from_memory_bytes);
+  BOOST_TEST(k * slice * sizeof(T) < d::b_from_memory_bytes);
+  std::mt19937 rng(23);
+  const uniform_pm1 dist;
+  std::vector<T> a(d::direct_b_rows_most<T> * lda), b(k * ((n + page) / page * page)), bias(n);
+  for (auto& x : a) x = T(dist(rng));
+  for (auto& x : b) x = T(dist(rng));
+  for (auto& x : bias) x = T(dist(rng));
+  std::size_t failures = 0, checked = 0, far = 0;
+  for (const std::size_t ldb : {n + 5, (n + page) / page * page})
+    for (std::size_t m = 1; m <= d::direct_b_rows_most<T>; ++m)
+      for (const bool accumulate : {false, true}) {
+        far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n);
+        std::vector<T> c(m * ldc);
+        for (std::size_t i = 0; i < c.size(); ++i)
+          c[i] = accumulate && i % ldc < n ? T(i % 7) / T(3) : T(sentinel);
+        std::vector<T> sliced = c;
+        argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
+                                        ldc, n + 1, m * ldc, bias.data(), accumulate);
+        for (std::size_t j = 0; j < n; j += slice) {
+          const std::size_t cols = std::min(slice, n - j);
+          argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
+                                          sliced.data() + j, ldc, cols + 1, m * ldc,
+                                          bias.data() + j, accumulate);
+        }
+        ++checked;
+        if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
+          BOOST_ERROR("m " << m << " ldb " << ldb << " accumulate " << accumulate
+                           << ": differs from the product in column slices");
+        for (std::size_t i = 0; i < m; ++i)
+          for (std::size_t j = n; j < ldc; ++j)
+            if (c[i * ldc + j] != T(sentinel) && ++failures <= 5)
+              BOOST_ERROR("m " << m << ": padding at row " << i << " column " << j << " written");
+      }
+  BOOST_TEST(checked == 2 * 2 * d::direct_b_rows_most<T>);
+  BOOST_TEST(far >= 2u);  // some heights take the kernels that fetch a call ahead
+  BOOST_TEST(failures == 0u);
+}
+
+// Which slivers of a few rows fetch a whole call ahead: none against a B smaller than
+// b_from_memory_bytes; against a larger one, rows_from_memory_any_stride rows or more, and from
+// direct_b_rows_from_memory_least rows where B's rows are a multiple of 4 KiB apart; never one.
+BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t big = d::b_from_memory_bytes / sizeof(float) / 4096;  // k for n 4096
+  constexpr std::size_t least = d::direct_b_rows_from_memory_least;
+  constexpr std::size_t any = d::rows_from_memory_any_stride;
+  BOOST_TEST(least >= 2u);
+  BOOST_TEST(least <= any);
+  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(1, 4096, 4 * big, 4096));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(least, 4096, big, 4096));
+  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4096, big - 1, 4096));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4000, 2 * big, 4000));
+  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(any, 4000, big / 2, 4000));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4096, big, 4096));
+  if constexpr (least < any)
+    BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4000, 4 * big, 4000));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<double>(least, 512, 4 * big, 512));
+  BOOST_TEST(!d::rows_fetch_a_call_ahead<double>(least, 512, big, 512));
+}
+
 // Which products read B in place: one sliver whatever B's stride; up to direct_b_slivers
 // slivers where B's rows are not a multiple of 4 KiB apart; where they are, up to
-// page_stride_direct_b_slivers (fewer) for a B of page_stride_in_place_bytes or more, one for
+// page_stride_direct_b_slivers (fewer) for a B of b_from_memory_bytes or more, one for
 // a smaller B; never more.
 BOOST_AUTO_TEST_CASE(which_products_read_b_in_place) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t page = d::page_stride_direct_b_slivers;
-  // Rows of a float B 4096 wide that make page_stride_in_place_bytes (1024).
-  constexpr std::size_t big = d::page_stride_in_place_bytes / sizeof(float) / 4096;
+  // Rows of a float B 4096 wide that make b_from_memory_bytes (1024).
+  constexpr std::size_t big = d::b_from_memory_bytes / sizeof(float) / 4096;
   BOOST_TEST(page >= 1u);
   BOOST_TEST(page < d::direct_b_slivers);
   BOOST_TEST(d::reads_b_in_place<float>(1, 512, 512, 512));
@@ -576,7 +650,7 @@ BOOST_AUTO_TEST_CASE(which_products_read_b_in_place) {
   BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1000, 4 * big, 1000));
   BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 512, 512, 512));
   BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 1000, 4 * big, 1000));
-  // Rows a multiple of 4 KiB apart, B of page_stride_in_place_bytes or just below it.
+  // Rows a multiple of 4 KiB apart, B of b_from_memory_bytes or just below it.
   BOOST_TEST(d::reads_b_in_place<float>(page, 4096, big, 4096));
   BOOST_TEST(d::reads_b_in_place<float>(page, 1024, 4 * big, 1024));
   BOOST_TEST(!d::reads_b_in_place<float>(page + 1, 4096, big, 4096));
