@@ -480,6 +480,114 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
   }
 }
 
+/// Rows of B that gemm_row_sweep runs through together: each vector of the partial sums is
+/// loaded and stored once per this many rows, each row read as one contiguous run.
+inline constexpr std::size_t row_sweep_rows = 8;
+
+/// Columns of one pass of gemm_row_sweep: their partial sums (16 KiB) stay in L1.
+template <class T>
+inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
+
+/// Whether gemm takes one row of A against a row-major B (k x n) by gemm_row_sweep: where B is
+/// b_from_memory_bytes or more, so read from memory, with AVX2 or AVX-512. AMD EPYC Zen 5
+/// (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]` against the one-row
+/// register kernel (the same bits): AVX-512 (whose kernel took 1.3-1.5x oneDNN's time on its
+/// reordered weights, reading 1 KiB of a row a step) W 4096 x 4096, 4000 x 4000, 2048 x 8192
+/// 1.20-1.28x faster, into heads of 128 1.28x, 2560 x 2560 1.12x, 2048 x 2048 (16 MiB, in L3
+/// there) 1.00x; AVX2, against its kernel fetching a call ahead, 1.21-1.37x. The portable set
+/// keeps that kernel: 1.21x against 4096 x 4096 but 0.99-1.02x, with quartiles 0.88-1.36,
+/// elsewhere (docs/performance.md, "One row against a large W, row by row").
+template <class T>
+constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n) noexcept {
+  return simd_bytes >= 32 && m == 1 && k * n * sizeof(T) >= b_from_memory_bytes;
+}
+
+/// C (1 x n) = alpha a B + (bias, if bias) + (C, if accumulate) for one row of A (element p
+/// at a[p * a_step]) against a row-major B (row stride ldb), read row by row: for each k block
+/// (balanced_block(k, kc), as gemm cuts k) and each pass of up to row_sweep_columns columns,
+/// the partial sums start at 0 in `partial` and take row_sweep_rows of B's rows at a time, each
+/// row a contiguous run (which the hardware's prefetchers follow, where the register kernels
+/// read a run of each row a step and jump a row); then C's columns take them as store_tile
+/// takes a register tile's. Element j of C at c[(j / c_block) * c_block_stride + j % c_block].
+/// Each element gets the register kernels' operations in their order, so the same bits.
+/// partial: row_sweep_columns<T> + one vector of T, aligned.
+template <class T>
+void gemm_row_sweep(std::size_t n, std::size_t k, T alpha, const T* a, std::size_t a_step,
+                    const T* b, std::size_t ldb, T* c, std::size_t c_block,
+                    std::size_t c_block_stride, const T* bias, bool accumulate,
+                    T* __restrict partial) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, group = row_sweep_rows;
+  const std::size_t kc_block = balanced_block(k, gemm_tile<T>::kc);
+  const V va = V::broadcast(alpha);
+  for (std::size_t j0 = 0; j0 < n; j0 += row_sweep_columns<T>) {
+    const std::size_t cols = std::min(row_sweep_columns<T>, n - j0);
+    const std::size_t whole = cols / w * w, tail = cols - whole;
+    for (std::size_t pc = 0; pc < k; pc += kc_block) {
+      const std::size_t kc = std::min(kc_block, k - pc);
+      for (std::size_t j = 0; j < cols; j += w) V::zero().store(partial + j);
+      // rows [p, p + R) of the k block into the partial sums, in the order of p.
+      const auto rows = [&]<std::size_t R>(std::integral_constant<std::size_t, R>, std::size_t p)
+          __attribute__((always_inline)) {
+        V ar[R];
+        const T* row[R];
+        for (std::size_t r = 0; r < R; ++r) {
+          ar[r] = V::broadcast(a[(pc + p + r) * a_step]);
+          row[r] = b + (pc + p + r) * ldb + j0;
+        }
+        for (std::size_t j = 0; j < whole; j += w) {
+          V acc = V::load(partial + j);
+#pragma GCC unroll 8
+          for (std::size_t r = 0; r < R; ++r) acc = fma(ar[r], V::load(row[r] + j), acc);
+          acc.store(partial + j);
+        }
+        if (tail) {
+          V acc = V::load(partial + whole);
+          for (std::size_t r = 0; r < R; ++r)
+            acc = fma(ar[r], V::load_partial(row[r] + whole, tail), acc);
+          acc.store(partial + whole);
+        }
+      };
+      std::size_t p = 0;
+      for (; p + group <= kc; p += group) rows(std::integral_constant<std::size_t, group>{}, p);
+      for (; p < kc; ++p) rows(std::integral_constant<std::size_t, 1>{}, p);
+      // C's columns take the sums as store_tile takes a tile's: alpha · sum + (bias's
+      // vector, first block only) + (C, if loaded), vector by vector; a vector across two of
+      // C's blocks, or past n, gathered and scattered by runs.
+      const bool load_c = pc > 0 || accumulate;
+      const T* block_bias = pc == 0 ? bias : nullptr;
+      for (std::size_t j = 0; j < cols; j += w) {
+        const std::size_t col = j0 + j, len = std::min(w, cols - j);
+        T* to[1];
+        V add = block_bias ? V::load_partial(block_bias + col, len) : V::zero();
+        if (len == w && vector_destinations(c, col, 1, c_block, c_block_stride, to)) {
+          if (load_c) add += V::load(to[0]);
+          fma(V::load(partial + j), va, add).store(to[0]);
+          continue;
+        }
+        alignas(buffer_alignment) T lanes[w] = {};
+        const auto for_runs = [&](auto&& f) {
+          for (std::size_t u = 0; u < len;) {
+            const std::size_t at = col + u, run = std::min(len - u, c_block - at % c_block);
+            f(u, run, c + at / c_block * c_block_stride + at % c_block);
+            u += run;
+          }
+        };
+        if (load_c) {
+          for_runs([&](std::size_t u, std::size_t run, const T* from) {
+            std::memcpy(lanes + u, from, run * sizeof(T));
+          });
+          add += V::load(lanes);
+        }
+        fma(V::load(partial + j), va, add).store(lanes);
+        for_runs([&](std::size_t u, std::size_t run, T* into) {
+          std::memcpy(into, lanes + u, run * sizeof(T));
+        });
+      }
+    }
+  }
+}
+
 /// The loop nest of gemm_nn (TransposedB false), gemm_nt (TransposedB true) and, with
 /// TransposedA, C = alpha Aᵀ B where `a` is Aᵀ, (k x m) row-major with row stride lda.
 /// C's columns come in blocks of c_block (any width >= 1; n + 1 for one block), block b
@@ -502,6 +610,12 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   if (k == 0) return gemm_empty_k(m, n, c, ldc, bias, accumulate);
 
   auto& buffers = gemm_buffers<T>::local();
+  // One row of A against a large row-major B: B read row by row (gemm_row_sweep).
+  if (!TransposedB && panels == nullptr && sweeps_b_rows<T>(m, k, n)) {
+    static_assert(row_sweep_columns<T> + simd<T>::width <= gemm_buffers<T>::b_size);
+    return gemm_row_sweep(n, k, alpha, a, TransposedA ? lda : 1, b, ldb, c, c_block, c_block_stride,
+                          bias, accumulate, buffers.b);
+  }
   const std::size_t kc_block = balanced_block(k, tile::kc);
   const sliver_cut cut = sliver_cut::of<T>(m);
   const std::size_t slivers = cut.count;

@@ -559,53 +559,86 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
 
 // One sliver of a few rows against a B of b_from_memory_bytes or more fetches each row's next
 // vectors a whole call ahead instead of its rows a few steps ahead
-// (detail::gemm_micro_kernel_direct_b_rows<..., FromMemory>, where rows_fetch_a_call_ahead):
-// the same operations in the same order, so C must be, to the bit, the same product computed
-// in column slices of B small enough to take the other kernels, with B's rows wider than n,
-// a multiple of 4 KiB apart or not, two k blocks, bias and accumulate; nothing outside C
-// written.
+// (detail::gemm_micro_kernel_direct_b_rows<..., FromMemory>, where rows_fetch_a_call_ahead),
+// and one row may read B row by row (detail::gemm_row_sweep, where sweeps_b_rows): the same
+// operations in the same order, so C must be, to the bit, the same product computed in column
+// slices of B small enough to take the register kernels, with B's rows wider than n, a
+// multiple of 4 KiB apart or not, two k blocks, columns split into blocks (heads; 24 puts
+// vectors across two), bias and accumulate; nothing outside C written.
 BOOST_AUTO_TEST_CASE(few_rows_against_a_b_from_memory_to_the_bit) {
   namespace d = argus::kernel::detail;
   using T = float;
   constexpr std::size_t kc = d::gemm_tile<T>::kc, slice = 1000, page = 4096 / sizeof(T);
-  const std::size_t k = kc + 7, n = d::b_from_memory_bytes / (k * sizeof(T)) + 37;
-  const std::size_t lda = k + 2, ldc = n + 3;
+  // n: not a multiple of any set's vector (a last vector of a few columns).
+  const std::size_t k = kc + 7, n = (d::b_from_memory_bytes / (k * sizeof(T)) + 64) / 64 * 64 + 5;
+  const std::size_t lda = k + 2;
   BOOST_TEST(k * n * sizeof(T) >= d::b_from_memory_bytes);
   BOOST_TEST(k * slice * sizeof(T) < d::b_from_memory_bytes);
+  BOOST_TEST(n > d::row_sweep_columns<T>);  // more than one pass of the row sweep
   std::mt19937 rng(23);
   const uniform_pm1 dist;
   std::vector<T> a(d::direct_b_rows_most<T> * lda), b(k * ((n + page) / page * page)), bias(n);
   for (auto& x : a) x = T(dist(rng));
   for (auto& x : b) x = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
-  std::size_t failures = 0, checked = 0, far = 0;
+  std::size_t failures = 0, checked = 0, far = 0, swept = 0;
   for (const std::size_t ldb : {n + 5, (n + page) / page * page})
-    for (std::size_t m = 1; m <= d::direct_b_rows_most<T>; ++m)
-      for (const bool accumulate : {false, true}) {
-        far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n);
-        std::vector<T> c(m * ldc);
-        for (std::size_t i = 0; i < c.size(); ++i)
-          c[i] = accumulate && i % ldc < n ? T(i % 7) / T(3) : T(sentinel);
-        std::vector<T> sliced = c;
-        argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
-                                        ldc, n + 1, m * ldc, bias.data(), accumulate);
-        for (std::size_t j = 0; j < n; j += slice) {
-          const std::size_t cols = std::min(slice, n - j);
-          argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
-                                          sliced.data() + j, ldc, cols + 1, m * ldc,
-                                          bias.data() + j, accumulate);
+    for (const std::size_t block : {n + 1, std::size_t{24}, std::size_t{64}})
+      for (std::size_t m = 1; m <= d::direct_b_rows_most<T>; ++m)
+        for (const bool accumulate : {false, true}) {
+          if (block != n + 1 && m > 2 && m != d::direct_b_rows_most<T>) continue;
+          far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n);
+          swept += d::sweeps_b_rows<T>(m, k, n);
+          const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
+          const std::size_t blocks = (n + block - 1) / block;
+          std::vector<T> c(blocks * stride, T(sentinel));
+          for (std::size_t q = 0; q < blocks; ++q)
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
+                c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j % 7 + 2) : T(sentinel);
+          std::vector<T> sliced = c;
+          argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
+                                          ldc, block, stride, bias.data(), accumulate);
+          // Slices of whole blocks (a multiple of the block width, or one block).
+          const std::size_t step = block > n ? slice : slice / block * block;
+          for (std::size_t j = 0; j < n; j += step) {
+            const std::size_t cols = std::min(step, n - j);
+            T* const at = sliced.data() + (block > n ? j : j / block * stride);
+            argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
+                                            at, ldc, block > n ? cols + 1 : block, stride,
+                                            bias.data() + j, accumulate);
+          }
+          ++checked;
+          if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
+            BOOST_ERROR("m " << m << " ldb " << ldb << " block " << block << " accumulate "
+                             << accumulate << ": differs from the product in column slices");
+          for (std::size_t q = 0; q < blocks; ++q)  // each block's padding and gap
+            for (std::size_t at = q * stride; at < (q + 1) * stride; ++at) {
+              const std::size_t i = (at - q * stride) / ldc, j = (at - q * stride) % ldc;
+              const bool in_c = i < m && j < std::min(block, n - q * block);
+              if (!in_c && c[at] != T(sentinel) && ++failures <= 5)
+                BOOST_ERROR("m " << m << " block " << block << ": element " << at
+                                 << " outside C written");
+            }
         }
-        ++checked;
-        if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
-          BOOST_ERROR("m " << m << " ldb " << ldb << " accumulate " << accumulate
-                           << ": differs from the product in column slices");
-        for (std::size_t i = 0; i < m; ++i)
-          for (std::size_t j = n; j < ldc; ++j)
-            if (c[i * ldc + j] != T(sentinel) && ++failures <= 5)
-              BOOST_ERROR("m " << m << ": padding at row " << i << " column " << j << " written");
-      }
-  BOOST_TEST(checked == 2 * 2 * d::direct_b_rows_most<T>);
+  // One row of Aᵀ (gemm_tn: A read as k x 1 with row stride 3), the same way.
+  for (const std::size_t ldb : {n + 5, (n + page) / page * page}) {
+    std::vector<T> at(3 * k), c(n, T(sentinel)), sliced(n, T(sentinel));
+    for (std::size_t p = 0; p < k; ++p) at[3 * p] = a[p];
+    argus::kernel::gemm_tn<T>(1, n, k, T(0.5), at.data(), 3, b.data(), ldb, c.data(), n,
+                              bias.data(), false);
+    for (std::size_t j = 0; j < n; j += slice)
+      argus::kernel::gemm_tn<T>(1, std::min(slice, n - j), k, T(0.5), at.data(), 3, b.data() + j,
+                                ldb, sliced.data() + j, n, bias.data() + j, false);
+    ++checked;
+    if (std::memcmp(c.data(), sliced.data(), n * sizeof(T)) != 0 && ++failures <= 5)
+      BOOST_ERROR("gemm_tn, one row, ldb " << ldb << ": differs from the product in column slices");
+  }
+  BOOST_TEST(checked == 2 + 2 * 2 *
+                                (d::direct_b_rows_most<T> +
+                                 2 * std::min<std::size_t>(3, d::direct_b_rows_most<T>)));
   BOOST_TEST(far >= 2u);  // some heights take the kernels that fetch a call ahead
+  if constexpr (argus::kernel::simd_bytes == 64) BOOST_TEST(swept > 0u);
   BOOST_TEST(failures == 0u);
 }
 
