@@ -484,11 +484,21 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
 /// loaded and stored once per this many rows, each row read as one contiguous run.
 inline constexpr std::size_t row_sweep_rows = 8;
 
-/// Columns of one pass of gemm_row_sweep: their partial sums (16 KiB) stay in L1.
+/// The most rows of A that gemm_row_sweep takes: each vector of B it loads feeds that many
+/// multiply-adds, and each vector of partial sums is loaded and stored per row_sweep_rows of
+/// B's. AMD EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]`
+/// against the kernels that fetch a call ahead (the same bits): two rows 1.05-1.29x faster
+/// against W 4096 x 4096 and 4000 x 4000 (AVX2 1.18-1.20x), 2560 x 2560 level (1.00, 0.98);
+/// three or four rows 0.71-1.01x (AVX2 0.69-1.18x).
+inline constexpr std::size_t row_sweep_most = 2;
+
+/// Columns of one pass of gemm_row_sweep, over its rows of A: their partial sums (16 KiB)
+/// stay in L1.
 template <class T>
 inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 
-/// Whether gemm takes one row of A against a row-major B (k x n) by gemm_row_sweep: where B is
+/// Whether gemm takes m rows of A against a row-major B (k x n) by gemm_row_sweep: up to
+/// row_sweep_most rows (the figures below are for one), where B is
 /// b_from_memory_bytes or more, so read from memory, with AVX2 or AVX-512. AMD EPYC Zen 5
 /// (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]` against the one-row
 /// register kernel (the same bits): AVX-512 (whose kernel took 1.3-1.5x oneDNN's time on its
@@ -499,54 +509,60 @@ inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 /// elsewhere (docs/performance.md, "One row against a large W, row by row").
 template <class T>
 constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n) noexcept {
-  return simd_bytes >= 32 && m == 1 && k * n * sizeof(T) >= b_from_memory_bytes;
+  return simd_bytes >= 32 && m >= 1 && m <= row_sweep_most &&
+         k * n * sizeof(T) >= b_from_memory_bytes;
 }
 
-/// C (1 x n) = alpha a B + (bias, if bias) + (C, if accumulate) for one row of A (element p
-/// at a[p * a_step]) against a row-major B (row stride ldb), read row by row: for each k block
-/// (balanced_block(k, kc), as gemm cuts k) and each pass of up to row_sweep_columns columns,
-/// the partial sums start at 0 in `partial` and take row_sweep_rows of B's rows at a time, each
-/// row a contiguous run (which the hardware's prefetchers follow, where the register kernels
-/// read a run of each row a step and jump a row); then C's columns take them as store_tile
-/// takes a register tile's. Element j of C at c[(j / c_block) * c_block_stride + j % c_block].
-/// Each element gets the register kernels' operations in their order, so the same bits.
-/// partial: row_sweep_columns<T> + one vector of T, aligned.
-template <class T>
-void gemm_row_sweep(std::size_t n, std::size_t k, T alpha, const T* a, std::size_t a_step,
-                    const T* b, std::size_t ldb, T* c, std::size_t c_block,
-                    std::size_t c_block_stride, const T* bias, bool accumulate,
+/// C (M x n) = alpha A B + (bias, if bias) + (C, if accumulate) for M rows of A (element
+/// (i, p) at a[i * a_row + p * a_step]) against a row-major B (row stride ldb), read row by
+/// row: for each k block (balanced_block(k, kc), as gemm cuts k) and each pass of up to
+/// row_sweep_columns / M columns, the partial sums of each row of A start at 0 in `partial`
+/// and take row_sweep_rows of B's rows at a time, each row a contiguous run (which the
+/// hardware's prefetchers follow, where the register kernels read a run of each row a step
+/// and jump a row); then C's columns take them as store_tile takes a register tile's. Element
+/// (i, j) of C at c[(j / c_block) * c_block_stride + i * ldc + j % c_block]. Each element gets
+/// the register kernels' operations in their order, so the same bits.
+/// partial: row_sweep_columns<T> + M vectors of T, aligned.
+template <class T, std::size_t M>
+void gemm_row_sweep(std::size_t n, std::size_t k, T alpha, const T* a, std::size_t a_row,
+                    std::size_t a_step, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+                    std::size_t c_block, std::size_t c_block_stride, const T* bias, bool accumulate,
                     T* __restrict partial) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, group = row_sweep_rows;
+  // Columns of a pass, and the distance between the rows' partial sums (whole vectors).
+  constexpr std::size_t pass = row_sweep_columns<T> / M / w * w, sums = pass + w;
   const std::size_t kc_block = balanced_block(k, gemm_tile<T>::kc);
   const V va = V::broadcast(alpha);
-  for (std::size_t j0 = 0; j0 < n; j0 += row_sweep_columns<T>) {
-    const std::size_t cols = std::min(row_sweep_columns<T>, n - j0);
+  for (std::size_t j0 = 0; j0 < n; j0 += pass) {
+    const std::size_t cols = std::min(pass, n - j0);
     const std::size_t whole = cols / w * w, tail = cols - whole;
     for (std::size_t pc = 0; pc < k; pc += kc_block) {
       const std::size_t kc = std::min(kc_block, k - pc);
-      for (std::size_t j = 0; j < cols; j += w) V::zero().store(partial + j);
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < cols; j += w) V::zero().store(partial + i * sums + j);
       // rows [p, p + R) of the k block into the partial sums, in the order of p.
       const auto rows = [&]<std::size_t R>(std::integral_constant<std::size_t, R>, std::size_t p)
           __attribute__((always_inline)) {
-        V ar[R];
+        V ar[M][R];
         const T* row[R];
         for (std::size_t r = 0; r < R; ++r) {
-          ar[r] = V::broadcast(a[(pc + p + r) * a_step]);
+          for (std::size_t i = 0; i < M; ++i)
+            ar[i][r] = V::broadcast(a[i * a_row + (pc + p + r) * a_step]);
           row[r] = b + (pc + p + r) * ldb + j0;
         }
-        for (std::size_t j = 0; j < whole; j += w) {
-          V acc = V::load(partial + j);
+        const auto step = [&](std::size_t j, auto load) __attribute__((always_inline)) {
+          V acc[M];
+          for (std::size_t i = 0; i < M; ++i) acc[i] = V::load(partial + i * sums + j);
 #pragma GCC unroll 8
-          for (std::size_t r = 0; r < R; ++r) acc = fma(ar[r], V::load(row[r] + j), acc);
-          acc.store(partial + j);
-        }
-        if (tail) {
-          V acc = V::load(partial + whole);
-          for (std::size_t r = 0; r < R; ++r)
-            acc = fma(ar[r], V::load_partial(row[r] + whole, tail), acc);
-          acc.store(partial + whole);
-        }
+          for (std::size_t r = 0; r < R; ++r) {
+            const V bv = load(row[r] + j);
+            for (std::size_t i = 0; i < M; ++i) acc[i] = fma(ar[i][r], bv, acc[i]);
+          }
+          for (std::size_t i = 0; i < M; ++i) acc[i].store(partial + i * sums + j);
+        };
+        for (std::size_t j = 0; j < whole; j += w) step(j, [](const T* x) { return V::load(x); });
+        if (tail) step(whole, [&](const T* x) { return V::load_partial(x, tail); });
       };
       std::size_t p = 0;
       for (; p + group <= kc; p += group) rows(std::integral_constant<std::size_t, group>{}, p);
@@ -558,31 +574,37 @@ void gemm_row_sweep(std::size_t n, std::size_t k, T alpha, const T* a, std::size
       const T* block_bias = pc == 0 ? bias : nullptr;
       for (std::size_t j = 0; j < cols; j += w) {
         const std::size_t col = j0 + j, len = std::min(w, cols - j);
+        const V vb = block_bias ? V::load_partial(block_bias + col, len) : V::zero();
         T* to[1];
-        V add = block_bias ? V::load_partial(block_bias + col, len) : V::zero();
         if (len == w && vector_destinations(c, col, 1, c_block, c_block_stride, to)) {
-          if (load_c) add += V::load(to[0]);
-          fma(V::load(partial + j), va, add).store(to[0]);
+          for (std::size_t i = 0; i < M; ++i) {
+            V add = vb;
+            if (load_c) add += V::load(to[0] + i * ldc);
+            fma(V::load(partial + i * sums + j), va, add).store(to[0] + i * ldc);
+          }
           continue;
         }
-        alignas(buffer_alignment) T lanes[w] = {};
-        const auto for_runs = [&](auto&& f) {
+        const auto for_runs = [&](std::size_t i, auto&& f) {
           for (std::size_t u = 0; u < len;) {
             const std::size_t at = col + u, run = std::min(len - u, c_block - at % c_block);
-            f(u, run, c + at / c_block * c_block_stride + at % c_block);
+            f(u, run, c + at / c_block * c_block_stride + i * ldc + at % c_block);
             u += run;
           }
         };
-        if (load_c) {
-          for_runs([&](std::size_t u, std::size_t run, const T* from) {
-            std::memcpy(lanes + u, from, run * sizeof(T));
+        for (std::size_t i = 0; i < M; ++i) {
+          alignas(buffer_alignment) T lanes[w] = {};
+          V add = vb;
+          if (load_c) {
+            for_runs(i, [&](std::size_t u, std::size_t run, const T* from) {
+              std::memcpy(lanes + u, from, run * sizeof(T));
+            });
+            add += V::load(lanes);
+          }
+          fma(V::load(partial + i * sums + j), va, add).store(lanes);
+          for_runs(i, [&](std::size_t u, std::size_t run, T* into) {
+            std::memcpy(into, lanes + u, run * sizeof(T));
           });
-          add += V::load(lanes);
         }
-        fma(V::load(partial + j), va, add).store(lanes);
-        for_runs([&](std::size_t u, std::size_t run, T* into) {
-          std::memcpy(into, lanes + u, run * sizeof(T));
-        });
       }
     }
   }
@@ -610,11 +632,18 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   if (k == 0) return gemm_empty_k(m, n, c, ldc, bias, accumulate);
 
   auto& buffers = gemm_buffers<T>::local();
-  // One row of A against a large row-major B: B read row by row (gemm_row_sweep).
+  // One or two rows of A against a large row-major B: B read row by row (gemm_row_sweep).
   if (!TransposedB && panels == nullptr && sweeps_b_rows<T>(m, k, n)) {
-    static_assert(row_sweep_columns<T> + simd<T>::width <= gemm_buffers<T>::b_size);
-    return gemm_row_sweep(n, k, alpha, a, TransposedA ? lda : 1, b, ldb, c, c_block, c_block_stride,
-                          bias, accumulate, buffers.b);
+    static_assert(row_sweep_columns<T> + row_sweep_most * simd<T>::width <=
+                  gemm_buffers<T>::b_size);
+    const std::size_t a_row = TransposedA ? 1 : lda, a_step = TransposedA ? lda : 1;
+    const auto sweep = [&]<std::size_t M>(std::integral_constant<std::size_t, M>) {
+      gemm_row_sweep<T, M>(n, k, alpha, a, a_row, a_step, b, ldb, c, ldc, c_block, c_block_stride,
+                           bias, accumulate, buffers.b);
+    };
+    static_assert(row_sweep_most == 2, "one call per height below");
+    if (m == 1) return sweep(std::integral_constant<std::size_t, 1>{});
+    return sweep(std::integral_constant<std::size_t, 2>{});
   }
   const std::size_t kc_block = balanced_block(k, tile::kc);
   const sliver_cut cut = sliver_cut::of<T>(m);
