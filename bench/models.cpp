@@ -5,7 +5,9 @@
 //   BM_model_bert_base   BERT-base: d_model 768, 12 heads (d_k 64), n 128 and 512
 //   BM_model_gpt2_xl     GPT-2 XL: d_model 1600, 25 heads (d_k 64), n 256 and 1024
 //   BM_model_gqa_4096    a grouped-query layer of the Llama-2-70B kind: d_model 4096,
-//                        32 query heads over 8 key/value heads (d_k 128), n 256 and 1024
+//                        32 query heads over 8 key/value heads (d_k 128), n 1 and 16
+//                        (tokens being decoded against 160 MiB of weights, whose rows
+//                        lie 16 KiB and 4 KiB apart), 256 and 1024
 //   BM_model_phi2        Phi-2: d_model 2560, 32 heads (d_k 80, not a multiple of the
 //                        AVX-512 kernels' 32-column panels), n 16 (a few tokens against
 //                        100 MiB of weights, read from memory) and 256
@@ -54,8 +56,8 @@ const bool registered = [] {
                                    rows({128, 512}, true, ab::prepacked_evaluator<bert_base>()));
     ab::register_module<gpt2_xl>("BM_model_gpt2_xl",
                                  rows({256, 1024}, true, ab::prepacked_evaluator<gpt2_xl>()));
-    ab::register_module<gqa_4096>("BM_model_gqa_4096",
-                                  rows({256, 1024}, false, ab::prepacked_evaluator<gqa_4096>()));
+    ab::register_module<gqa_4096>(
+        "BM_model_gqa_4096", rows({1, 16, 256, 1024}, false, ab::prepacked_evaluator<gqa_4096>()));
     ab::register_module<phi2>("BM_model_phi2",
                               rows({16, 256}, true, ab::prepacked_evaluator<phi2>()));
   }
