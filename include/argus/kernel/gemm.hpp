@@ -504,7 +504,8 @@ inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 /// register kernel (the same bits): AVX-512 (whose kernel took 1.3-1.5x oneDNN's time on its
 /// reordered weights, reading 1 KiB of a row a step) W 4096 x 4096, 4000 x 4000, 2048 x 8192
 /// 1.20-1.28x faster, into heads of 128 1.28x, 2560 x 2560 1.12x, 2048 x 2048 (16 MiB, in L3
-/// there) 1.00x; AVX2, against its kernel fetching a call ahead, 1.21-1.37x. The portable set
+/// there) 1.00x, but from memory (rotating three copies of W) 4096 x 4096 1.03x, n 1024 and
+/// k 4096 1.38x; AVX2, against its kernel fetching a call ahead, 1.21-1.37x. The portable set
 /// keeps that kernel: 1.21x against 4096 x 4096 but 0.99-1.02x, with quartiles 0.88-1.36,
 /// elsewhere (docs/performance.md, "One row against a large W, row by row").
 template <class T>
