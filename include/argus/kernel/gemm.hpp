@@ -40,7 +40,9 @@
 // 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48 1.00-1.15x; W 2048 x 2048 (from L3): m 1
 // 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x.
 // Against rows a multiple of 4 KiB apart, several slivers pack B unless B is large
-// (reads_b_in_place; docs/performance.md).
+// (reads_b_in_place; docs/performance.md). Against a B of b_from_memory_bytes or more, the
+// kernels of one sliver of a few rows fetch a whole call ahead (rows_fetch_a_call_ahead), and
+// one or two rows with AVX2 or AVX-512 read B row by row instead (gemm_row_sweep).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
@@ -332,7 +334,9 @@ inline constexpr std::size_t b_from_memory_bytes = std::size_t{16} << 20;
 /// and from direct_b_rows_from_memory_least where B's rows are a multiple of 4 KiB apart
 /// (whose rows the L1 fetch crowds into a few sets). With AVX-512, 4 rows at any stride and 2
 /// at such strides; with 16 registers (AVX2, the portable set), whose kernels read fewer
-/// vectors of a row a step, every row count. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// vectors of a row a step, every row count. gemm asks sweeps_b_rows first: with AVX2 and
+/// AVX-512 one or two rows read such a B row by row instead (the figures below for one and two
+/// rows predate that). AMD EPYC Zen 5 (family 26 model 2), one thread,
 /// `bench/ab/ab.sh [--march=...]` before ÷ after, the same bits. AVX-512: W 4096 x 4096 m 2-8
 /// 1.08-1.49x faster, (8192 x 2048) and (16384 x 1024) m 2-3 1.12-1.22x, into heads of 128 m 4
 /// 1.42x, 4000 x 4000 m 4-8 1.15-1.48x, 2560 x 2560 m 8 1.78x; not taken: rows not a multiple

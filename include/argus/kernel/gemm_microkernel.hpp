@@ -465,7 +465,8 @@ using gemm_micro_kernel_direct_b_rows_ptr = void (*)(std::size_t, const T*, cons
 /// The fewest rows of a gemm_micro_kernel_direct_b_rows<..., FromMemory> (gemm.hpp's
 /// rows_fetch_a_call_ahead decides which runs): 2 with AVX-512, whose one-row kernel reads 16
 /// vectors of a row a step and took 1.04-1.09x as long with as many fetches more against a W
-/// in memory; 1 with 16 registers (8 vectors a step: 1.12-1.35x faster).
+/// in memory; 1 with 16 registers (8 vectors a step: 1.12-1.35x faster; since gemm_row_sweep
+/// the portable set's alone, AVX2 sweeping one or two rows).
 inline constexpr std::size_t direct_b_rows_from_memory_least = simd_bytes == 64 ? 2 : 1;
 
 /// gemm_micro_kernel_direct_b_rows<T, rows, Layout, from_memory> for a run-time row count
