@@ -304,21 +304,26 @@ bool vector_destinations(T* c, std::size_t col, std::size_t count, std::size_t c
 inline constexpr std::size_t direct_b_slivers = 4;
 
 /// The most slivers of A that read a row-major B in place when B's rows are a multiple of
-/// 4 KiB apart and B is at least b_from_memory_bytes (reads_b_in_place): 3 with
-/// AVX-512, 1 elsewhere. Such a stride maps a panel's rows onto the same few sets of L1 (and,
-/// at multiples of 16 KiB, of L2), so the slivers after the first re-read each panel from L2
-/// or L3, where packed it would be contiguous. Against a B that comes from memory, AVX-512's
-/// first sliver reading the panels in place (each row's next panel fetched ahead,
+/// 4 KiB apart and B is at least b_from_memory_bytes (reads_b_in_place): 3 with AVX-512, 2
+/// with AVX2, 1 with the portable set. Such a stride maps a panel's rows onto the same few sets
+/// of L1 (and, at multiples of 16 KiB, of L2), so the slivers after the first re-read each
+/// panel from L2 or L3, where packed it would be contiguous. Against a B that comes from
+/// memory, the first sliver reading the panels in place (each row's next panel fetched ahead,
 /// gemm_micro_kernel_direct_b) outruns the packing kernel (two panels ahead) by more than
 /// that; against a B held in L3 it does not. AMD EPYC Zen 5 (family 26 model 2), one thread,
-/// `bench/ab/ab.sh` in place ÷ packed (the same bits), three runs: m 13 / 16 / 24
-/// against W 4096 x 4096 (64 MiB) 1.26-1.27 / 1.21-1.25 / 1.08-1.15x faster, into heads of 128
-/// 1.11-1.20x; W of 16 MiB (4096 x 1024, 1024 x 4096, 2048 x 2048) 0.99-1.07x; W 1024 x 1024
-/// (4 MiB, in L3) m 13 / 16 / 30 0.92 / 0.97-0.98 / 0.96x, so a smaller B packs; four slivers
-/// (m 48) 0.99x. AVX2, whose 6-row tiles share a panel among more slivers: two slivers
-/// 1.12-1.16x against 4096 x 4096 but 0.76-0.98x against W of 4-16 MiB, three or four
-/// 0.91-1.00x (docs/performance.md, "Rows 4 KiB apart").
-inline constexpr std::size_t page_stride_direct_b_slivers = simd_bytes == 64 ? 3 : 1;
+/// in place ÷ packed, the same bits. AVX-512, `bench/ab/ab.sh`, three runs: m 13 / 16 / 24
+/// against W 4096 x 4096 (64 MiB) 1.26-1.27 / 1.21-1.25 / 1.08-1.15x faster, into heads of
+/// 128 1.11-1.20x; W of 16 MiB (4096 x 1024, 1024 x 4096, 2048 x 2048) 0.99-1.07x; W 1024 x
+/// 1024 (4 MiB, in L3) m 13 / 16 / 30 0.92 / 0.97-0.98 / 0.96x, so a smaller B packs; four
+/// slivers (m 48) 0.99x. AVX2 (6-row tiles), the scratch driver rotating four copies of W so
+/// that each call reads it from memory: two slivers (m 7-12) 1.08-1.16x against W of 16-64 MiB
+/// (2048 x 2048 at m 12 0.97x), and 0.92-0.96x against a 16 MiB W multiplied over and over
+/// (in L3), 1.11-1.15x against 4096 x 4096; three or four slivers 0.81-0.97x either way. The
+/// portable set's two slivers 0.89-0.94x from memory (docs/performance.md, "Rows 4 KiB
+/// apart").
+inline constexpr std::size_t page_stride_direct_b_slivers = simd_bytes == 64   ? 3
+                                                            : simd_bytes == 32 ? 2
+                                                                               : 1;
 
 /// The least size of B (k x n elements, in bytes) that gemm takes to come from memory: half
 /// the L3 of the machine that measured it, more than a core's share of the L3 of most, so a B
