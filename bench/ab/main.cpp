@@ -35,7 +35,10 @@
 // line, and 2 MiB and larger ones on huge pages where Linux allows. ARGUS_AB_MISALIGN=BYTES
 // in the environment (a multiple of 4 below 64) moves every one that many bytes past its line,
 // as operands that are views of memory argus did not allocate may lie (a malloc'ed block: 16
-// bytes past a line).
+// bytes past a line). ARGUS_AB_COPIES=N (gemm and split): N copies of B, each call reading the
+// next, so that a B that a loop over one copy would keep partly in L3 comes from memory, as a
+// model's weights do when its layers run one after another (2 or 3 for a 64 MiB B with a 32 MiB
+// L3); the outputs are the same either way.
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/parallel.hpp"
 
@@ -94,6 +97,17 @@ std::size_t misalign_bytes() {
     return b;
   }();
   return bytes;
+}
+
+/// Copies of the gemm workload's B that its calls take in turn (ARGUS_AB_COPIES, 1 if unset).
+std::size_t b_copies() {
+  const char* s = std::getenv("ARGUS_AB_COPIES");
+  const long c = s != nullptr ? std::strtol(s, nullptr, 10) : 1;
+  if (c < 1 || c > 64) {
+    std::fprintf(stderr, "ARGUS_AB_COPIES=%s: a count from 1 to 64\n", s);
+    std::exit(2);
+  }
+  return std::size_t(c);
 }
 
 /// The operands' storage, laid out as argus/tensor/aligned_buffer.hpp lays a tensor's out
@@ -179,19 +193,27 @@ int main(int argc, char** argv) {
   operand x, y, out_a, out_b, scratch_a, scratch_b;
   std::function<void(float*)> run_a, run_b;
   double flops;
+  // The gemm workload's copies of B (ARGUS_AB_COPIES), taken in turn by every call.
+  std::vector<operand> b_rest;
+  std::size_t b_turn = 0;
+  const auto next_b = [&]() -> const float* {
+    const std::size_t t = b_turn++ % (b_rest.size() + 1);
+    return t == 0 ? y.data() : b_rest[t - 1].data();
+  };
   if (gemm) {
     x.resize(n * depth), y.resize(depth * cols), out_a.resize(n * cols);
     for (float& e : x) e = u(rng);
     for (float& e : y) e = u(rng);
+    if (!packed) b_rest.assign(b_copies() - 1, y);
     if (split) {
-      run_a = [&](float* c) { argus_ab_split_a(n, width, d_k, x.data(), y.data(), c); };
-      run_b = [&](float* c) { argus_ab_split_b(n, width, d_k, x.data(), y.data(), c); };
+      run_a = [&](float* c) { argus_ab_split_a(n, width, d_k, x.data(), next_b(), c); };
+      run_b = [&](float* c) { argus_ab_split_b(n, width, d_k, x.data(), next_b(), c); };
     } else if (packed) {
       run_a = [&](float* c) { argus_ab_packed_a(n, cols, depth, x.data(), y.data(), c); };
       run_b = [&](float* c) { argus_ab_packed_b(n, cols, depth, x.data(), y.data(), c); };
     } else {
-      run_a = [&](float* c) { argus_ab_gemm_a(n, cols, depth, x.data(), y.data(), c); };
-      run_b = [&](float* c) { argus_ab_gemm_b(n, cols, depth, x.data(), y.data(), c); };
+      run_a = [&](float* c) { argus_ab_gemm_a(n, cols, depth, x.data(), next_b(), c); };
+      run_b = [&](float* c) { argus_ab_gemm_b(n, cols, depth, x.data(), next_b(), c); };
     }
     flops = 2.0 * double(n) * depth * cols;
   } else if (backward) {
@@ -291,6 +313,7 @@ int main(int argc, char** argv) {
                 : mha    ? "mha forward (kernels)"
                          : "flash_attention",
                 mha ? "d_model 512 h 8 d 64" : "h 8 d");
+  if (!b_rest.empty()) std::printf(", B in %zu copies taken in turn", b_rest.size() + 1);
   if (!gemm && !mha) std::printf(" %zu", d);
   std::printf(" %s %zu%s, %d thread(s), %d rounds of %d call(s)\n", gemm ? "m" : "n", n,
               causal ? " causal" : "", threads, rounds, reps);
