@@ -565,9 +565,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
 // slices of B small enough to take the register kernels, with B's rows wider than n, a
 // multiple of 4 KiB apart or not, two k blocks, columns split into blocks (heads; 24 puts
 // vectors across two), bias and accumulate; nothing outside C written.
-BOOST_AUTO_TEST_CASE(few_rows_against_a_b_from_memory_to_the_bit) {
+BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, element_types) {
   namespace d = argus::kernel::detail;
-  using T = float;
   constexpr std::size_t kc = d::gemm_tile<T>::kc, slice = 1000, page = 4096 / sizeof(T);
   // n: not a multiple of any set's vector (a last vector of a few columns).
   const std::size_t k = kc + 7, n = (d::b_from_memory_bytes / (k * sizeof(T)) + 64) / 64 * 64 + 5;
