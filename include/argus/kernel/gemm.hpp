@@ -220,6 +220,19 @@ inline void gemm_empty_k(std::size_t m, std::size_t n, T* c, std::size_t ldc, co
     }
 }
 
+/// f(u, len, dst) for each run of columns [col, col + cols) of C's row 0 that lies inside one
+/// block: C's columns in blocks of c_block, block b c_block_stride elements after block b - 1
+/// (gemm); columns [col + u, col + u + len) lie at dst, contiguous.
+template <class T, class F>
+void for_block_runs(T* c, std::size_t col, std::size_t cols, std::size_t c_block,
+                    std::size_t c_block_stride, F&& f) {
+  for (std::size_t u = 0; u < cols;) {
+    const std::size_t at = col + u, len = std::min(cols - u, c_block - at % c_block);
+    f(u, len, c + at / c_block * c_block_stride + at % c_block);
+    u += len;
+  }
+}
+
 /// A tile of C whose cols <= nr columns, starting at column `col` of the product, are not
 /// nv vectors each inside one block: narrower than a panel (the product's last columns), or
 /// with a vector straddling two of gemm_nn_split's column blocks (d_k not a multiple of the
@@ -241,12 +254,7 @@ void gemm_gathered_tile(gemm_micro_kernel_ptr<T> kernel, std::size_t rows, std::
   alignas(buffer_alignment) T tile_bias[tile::nr];
   // f(j, len, dst): columns [j, j + len) of the tile lie at dst (row 0), contiguous.
   const auto for_runs = [&](auto&& f) {
-    for (std::size_t j = 0; j < cols;) {
-      const std::size_t at = col + j;
-      const std::size_t len = std::min(cols - j, c_block - at % c_block);
-      f(j, len, c_rows + at / c_block * c_block_stride + at % c_block);
-      j += len;
-    }
+    for_block_runs(c_rows, col, cols, c_block, c_block_stride, f);
   };
   if (load_c) {
     for_runs([&](std::size_t j, std::size_t len, const T* src) {
@@ -303,6 +311,13 @@ bool vector_destinations(T* c, std::size_t col, std::size_t count, std::size_t c
 /// where it lies (gemm_direct_b_block) instead of packing it.
 inline constexpr std::size_t direct_b_slivers = 4;
 
+/// Whether a row-major B's rows are a multiple of 4 KiB apart (row stride ldb), which maps
+/// the same column of every row onto the same few sets of L1.
+template <class T>
+constexpr bool rows_a_page_apart(std::size_t ldb) noexcept {
+  return ldb * sizeof(T) % 4096 == 0;
+}
+
 /// The most slivers of A that read a row-major B in place when B's rows are a multiple of
 /// 4 KiB apart and B is at least b_from_memory_bytes (reads_b_in_place): 3 with AVX-512, 2
 /// with AVX2, 1 with the portable set. Such a stride maps a panel's rows onto the same few sets
@@ -332,16 +347,22 @@ inline constexpr std::size_t page_stride_direct_b_slivers = simd_bytes == 64   ?
 /// (rows_fetch_a_call_ahead).
 inline constexpr std::size_t b_from_memory_bytes = std::size_t{16} << 20;
 
+/// Whether gemm takes a B of k x n elements to come from memory (b_from_memory_bytes or more).
+template <class T>
+constexpr bool b_from_memory(std::size_t k, std::size_t n) noexcept {
+  return k * n * sizeof(T) >= b_from_memory_bytes;
+}
+
 /// Whether one sliver of `rows` rows (at most direct_b_rows_most) against a row-major B (k x n,
 /// row stride ldb) takes gemm_micro_kernel_direct_b_rows<..., FromMemory>, which fetches each
 /// row's next vectors a whole call ahead into L2 instead of its rows a few steps ahead into
 /// L1: where B is b_from_memory_bytes or more, for rows_from_memory_any_stride rows or more,
 /// and from direct_b_rows_from_memory_least where B's rows are a multiple of 4 KiB apart
-/// (whose rows the L1 fetch crowds into a few sets). With AVX-512, 4 rows at any stride and 2
-/// at such strides; with 16 registers (AVX2, the portable set), whose kernels read fewer
-/// vectors of a row a step, every row count. gemm asks sweeps_b_rows first: with AVX2 and
-/// AVX-512 one or two rows read such a B row by row instead (the figures below for one and two
-/// rows predate that). AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// (whose rows the L1 fetch crowds into a few sets). With AVX-512, 4 rows at any stride and 3
+/// at such strides; with AVX2, whose kernels read fewer vectors of a row a step, 3 rows at
+/// any stride; the portable set every row count. Fewer rows read such a B row by row on AVX2
+/// and AVX-512 (sweeps_b_rows, which gemm asks first; the figures below for one and two rows
+/// predate it). AMD EPYC Zen 5 (family 26 model 2), one thread,
 /// `bench/ab/ab.sh [--march=...]` before ÷ after, the same bits. AVX-512: W 4096 x 4096 m 2-8
 /// 1.08-1.49x faster, (8192 x 2048) and (16384 x 1024) m 2-3 1.12-1.22x, into heads of 128 m 4
 /// 1.42x, 4000 x 4000 m 4-8 1.15-1.48x, 2560 x 2560 m 8 1.78x; not taken: rows not a multiple
@@ -350,14 +371,15 @@ inline constexpr std::size_t b_from_memory_bytes = std::size_t{16} << 20;
 /// 1.14 / 1.92 / 2.05x, 2560 x 2560 m 1-4 1.12-2.26x, 3000 wide m 1-3 1.13-1.68x. The portable
 /// set: m 1-4 1.53-2.46x. W below 16 MiB and the MHA forward's kernels unchanged
 /// (docs/performance.md, "A few rows against a large W fetch the next run").
-inline constexpr std::size_t rows_from_memory_any_stride = simd_bytes == 64 ? 4 : 1;
+inline constexpr std::size_t rows_from_memory_any_stride =
+    simd_bytes == 64 ? 4 : direct_b_rows_from_memory_least;
 
 template <class T>
 constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::size_t k,
                                        std::size_t n) noexcept {
-  const bool page_stride = ldb * sizeof(T) % 4096 == 0;
-  return k * n * sizeof(T) >= b_from_memory_bytes &&
-         rows >= (page_stride ? direct_b_rows_from_memory_least : rows_from_memory_any_stride);
+  return b_from_memory<T>(k, n) &&
+         rows >= (rows_a_page_apart<T>(ldb) ? direct_b_rows_from_memory_least
+                                            : rows_from_memory_any_stride);
 }
 
 /// Whether gemm reads a row-major B (k x n, row stride ldb) in place for `slivers` slivers of
@@ -368,8 +390,8 @@ template <class T>
 constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_t k,
                                 std::size_t n) noexcept {
   if (slivers == 1) return true;
-  if (ldb * sizeof(T) % 4096 != 0) return slivers <= direct_b_slivers;
-  return k * n * sizeof(T) >= b_from_memory_bytes && slivers <= page_stride_direct_b_slivers;
+  if (!rows_a_page_apart<T>(ldb)) return slivers <= direct_b_slivers;
+  return b_from_memory<T>(k, n) && slivers <= page_stride_direct_b_slivers;
 }
 
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
@@ -493,14 +515,6 @@ void pack_b_blocked(std::size_t k, std::size_t n, const T* b, std::size_t ldb, T
 /// loaded and stored once per this many rows, each row read as one contiguous run.
 inline constexpr std::size_t row_sweep_rows = 8;
 
-/// The most rows of A that gemm_row_sweep takes: each vector of B it loads feeds that many
-/// multiply-adds, and each vector of partial sums is loaded and stored per row_sweep_rows of
-/// B's. AMD EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]`
-/// against the kernels that fetch a call ahead (the same bits): two rows 1.05-1.29x faster
-/// against W 4096 x 4096 and 4000 x 4000 (AVX2 1.18-1.20x), 2560 x 2560 level (1.00, 0.98);
-/// three or four rows 0.71-1.01x (AVX2 0.69-1.18x).
-inline constexpr std::size_t row_sweep_most = 2;
-
 /// Columns of one pass of gemm_row_sweep, over its rows of A: their partial sums (16 KiB)
 /// stay in L1.
 template <class T>
@@ -519,8 +533,7 @@ inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 /// elsewhere (docs/performance.md, "One row against a large W, row by row").
 template <class T>
 constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n) noexcept {
-  return simd_bytes >= 32 && m >= 1 && m <= row_sweep_most &&
-         k * n * sizeof(T) >= b_from_memory_bytes;
+  return row_sweep_set && m >= 1 && m <= row_sweep_most && b_from_memory<T>(k, n);
 }
 
 /// C (M x n) = alpha A B + (bias, if bias) + (C, if accumulate) for M rows of A (element
@@ -595,11 +608,7 @@ void gemm_row_sweep(std::size_t n, std::size_t k, T alpha, const T* a, std::size
           continue;
         }
         const auto for_runs = [&](std::size_t i, auto&& f) {
-          for (std::size_t u = 0; u < len;) {
-            const std::size_t at = col + u, run = std::min(len - u, c_block - at % c_block);
-            f(u, run, c + at / c_block * c_block_stride + i * ldc + at % c_block);
-            u += run;
-          }
+          for_block_runs(c + i * ldc, col, len, c_block, c_block_stride, f);
         };
         for (std::size_t i = 0; i < M; ++i) {
           alignas(buffer_alignment) T lanes[w] = {};

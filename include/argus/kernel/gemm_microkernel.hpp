@@ -462,12 +462,26 @@ using gemm_micro_kernel_direct_b_rows_ptr = void (*)(std::size_t, const T*, cons
                                                      T* const (&)[direct_b_row_vectors<T, 1>],
                                                      std::size_t, T, const T*, bool) noexcept;
 
+/// The most rows of A that gemm.hpp's gemm_row_sweep takes: each vector of B it loads feeds that
+/// many multiply-adds, and each vector of partial sums is loaded and stored per row_sweep_rows of
+/// B's. AMD EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]`
+/// against the kernels that fetch a call ahead (the same bits): two rows 1.05-1.29x faster
+/// against W 4096 x 4096 and 4000 x 4000 (AVX2 1.18-1.20x), 2560 x 2560 level (1.00, 0.98);
+/// three or four rows 0.71-1.01x (AVX2 0.69-1.18x).
+inline constexpr std::size_t row_sweep_most = 2;
+
+/// Whether this set reads a large B row by row for one to row_sweep_most rows of A (gemm.hpp's
+/// sweeps_b_rows): AVX2 and AVX-512; the portable set's rows measured bimodal (0.88-1.36x).
+inline constexpr bool row_sweep_set = simd_bytes >= 32;
+
 /// The fewest rows of a gemm_micro_kernel_direct_b_rows<..., FromMemory> (gemm.hpp's
-/// rows_fetch_a_call_ahead decides which runs): 2 with AVX-512, whose one-row kernel reads 16
-/// vectors of a row a step and took 1.04-1.09x as long with as many fetches more against a W
-/// in memory; 1 with 16 registers (8 vectors a step: 1.12-1.35x faster; since gemm_row_sweep
-/// the portable set's alone, AVX2 sweeping one or two rows).
-inline constexpr std::size_t direct_b_rows_from_memory_least = simd_bytes == 64 ? 2 : 1;
+/// rows_fetch_a_call_ahead decides which runs): the sets that sweep take fewer rows by
+/// gemm_row_sweep, so none is instantiated for them (AVX-512's one-row kernel, 16 vectors of a
+/// row a step, took 1.04-1.09x as long with as many fetches more; two rows fetching a call ahead
+/// gained 1.12x at 4 KiB-multiple strides, the sweep 1.29x); the portable set from one row
+/// (8 vectors a step: 1.53-2.46x faster with it).
+inline constexpr std::size_t direct_b_rows_from_memory_least =
+    row_sweep_set ? row_sweep_most + 1 : 1;
 
 /// gemm_micro_kernel_direct_b_rows<T, rows, Layout, from_memory> for a run-time row count
 /// 1 <= rows <= direct_b_rows_most<T> (from_memory: for rows >= direct_b_rows_from_memory_least

@@ -643,15 +643,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
 
 // Which slivers of a few rows fetch a whole call ahead: none against a B smaller than
 // b_from_memory_bytes; against a larger one, rows_from_memory_any_stride rows or more, and from
-// direct_b_rows_from_memory_least rows where B's rows are a multiple of 4 KiB apart; never one.
+// direct_b_rows_from_memory_least rows where B's rows are a multiple of 4 KiB apart; one row
+// only where the set does not read it row by row instead (row_sweep_set).
 BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t big = d::b_from_memory_bytes / sizeof(float) / 4096;  // k for n 4096
   constexpr std::size_t least = d::direct_b_rows_from_memory_least;
   constexpr std::size_t any = d::rows_from_memory_any_stride;
-  BOOST_TEST(least >= 2u);
+  BOOST_TEST(least >= 1u);
   BOOST_TEST(least <= any);
-  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(1, 4096, 4 * big, 4096));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(1, 4096, 4 * big, 4096) == !d::row_sweep_set);
+  if constexpr (d::row_sweep_set) BOOST_TEST(least > d::row_sweep_most);
   BOOST_TEST(d::rows_fetch_a_call_ahead<float>(least, 4096, big, 4096));
   BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4096, big - 1, 4096));
   BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4000, 2 * big, 4000));
