@@ -40,9 +40,11 @@
 // 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48 1.00-1.15x; W 2048 x 2048 (from L3): m 1
 // 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x.
 // Against rows a multiple of 4 KiB apart, several slivers pack B unless B is large
-// (reads_b_in_place; docs/performance.md). Against a B of b_from_memory_bytes or more, the
-// kernels of one sliver of a few rows fetch a whole call ahead (rows_fetch_a_call_ahead), and
-// one or two rows with AVX2 or AVX-512 read B row by row instead (gemm_row_sweep).
+// (reads_b_in_place; docs/performance.md). Against a B of b_from_memory_bytes or more (some
+// from b_past_l2_bytes: a B a core's L2 does not hold, which a model's layers read from memory),
+// the kernels of one sliver of a few rows fetch a whole call ahead (rows_fetch_a_call_ahead),
+// and one or two rows with AVX2 or AVX-512 read B row by row instead (gemm_row_sweep); 7-8 rows
+// with AVX-512 take the register tile below that (few_rows_read_for).
 // Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
@@ -353,10 +355,20 @@ constexpr bool b_from_memory(std::size_t k, std::size_t n) noexcept {
   return k * n * sizeof(T) >= b_from_memory_bytes;
 }
 
+/// The least size of B (k x n elements, in bytes) that a core's L2 does not hold on the machines
+/// measured (1 MiB on AMD Zen 4 and 5, 2 MiB on Intel Xeon 6): in a model, whose layers' weights
+/// are read one after another, such a B comes from memory on every call, however large the L3;
+/// multiplied over and over on its own (a benchmark's loop) it comes from L3. The few-row
+/// kernels whose gain from memory far outweighs what they lose against L3 start here:
+/// sweeps_b_rows, rows_fetch_a_call_ahead with AVX2, and few_rows_read_for's register tile for
+/// AVX-512's 7-8 rows (docs/performance.md, "A few rows against a W of 2-16 MiB").
+inline constexpr std::size_t b_past_l2_bytes = std::size_t{2} << 20;
+static_assert(b_past_l2_bytes < b_from_memory_bytes);
+
 /// Whether one sliver of `rows` rows (at most direct_b_rows_most) against a row-major B (k x n,
 /// row stride ldb) takes gemm_micro_kernel_direct_b_rows<..., FromMemory>, which fetches each
 /// row's next vectors a whole call ahead into L2 instead of its rows a few steps ahead into
-/// L1: where B is b_from_memory_bytes or more, for rows_from_memory_any_stride rows or more,
+/// L1: where B is b_call_ahead_bytes or more, for rows_from_memory_any_stride rows or more,
 /// and from direct_b_rows_from_memory_least where B's rows are a multiple of 4 KiB apart
 /// (whose rows the L1 fetch crowds into a few sets). With AVX-512, 4 rows at any stride and 3
 /// at such strides; with AVX2, whose kernels read fewer vectors of a row a step, 3 rows at
@@ -374,12 +386,41 @@ constexpr bool b_from_memory(std::size_t k, std::size_t n) noexcept {
 inline constexpr std::size_t rows_from_memory_any_stride =
     simd_bytes == 64 ? 4 : direct_b_rows_from_memory_least;
 
+/// The least size of B (k x n elements, in bytes) against which rows_fetch_a_call_ahead holds:
+/// b_past_l2_bytes with AVX2, whose 3-4 rows (4 and 3 vectors of a row a step) fetching a call
+/// ahead measured, AMD EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh
+/// --march=x86-64-v3`, the same bits, B (k x n) 768 x 768, 1024 x 1024, 1600 x 1600, 1024 x
+/// 2048, 2048 x 512 (2-10 MiB): from memory (`ARGUS_AB_COPIES=48`) 1.46-1.83x faster, from L3
+/// (one B over and over) 0.78-1.47x (1.10-1.47 at 4 KiB-multiple strides, 0.78-1.09 elsewhere);
+/// b_from_memory_bytes with AVX-512 (3-6 rows elsewhere than at such strides: 1.00-1.07x from
+/// memory, 0.66-0.97x from L3) and the portable set (not measured below it).
+inline constexpr std::size_t b_call_ahead_bytes =
+    simd_bytes == 32 ? b_past_l2_bytes : b_from_memory_bytes;
+
 template <class T>
 constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::size_t k,
                                        std::size_t n) noexcept {
-  return b_from_memory<T>(k, n) &&
+  return k * n * sizeof(T) >= b_call_ahead_bytes &&
          rows >= (rows_a_page_apart<T>(ldb) ? direct_b_rows_from_memory_least
                                             : rows_from_memory_any_stride);
+}
+
+/// How one sliver of A of `rows` rows reads a row-major B (k x n, row stride ldb) in place:
+/// rows_near, gemm_micro_kernel_direct_b_rows fetching each row a few steps ahead into L1;
+/// rows_far, the same kernels fetching a call ahead (rows_fetch_a_call_ahead); register_tile,
+/// gemm_micro_kernel_direct_b (more than direct_b_rows_most rows, or more than
+/// direct_b_rows_near_most against a B of b_past_l2_bytes or more that the rows do not fetch a
+/// call ahead).
+enum class few_rows_read { rows_near, rows_far, register_tile };
+
+template <class T>
+constexpr few_rows_read few_rows_read_for(std::size_t rows, std::size_t ldb, std::size_t k,
+                                          std::size_t n) noexcept {
+  if (rows > direct_b_rows_most<T>) return few_rows_read::register_tile;
+  if (rows_fetch_a_call_ahead<T>(rows, ldb, k, n)) return few_rows_read::rows_far;
+  if (rows > direct_b_rows_near_most<T> && k * n * sizeof(T) >= b_past_l2_bytes)
+    return few_rows_read::register_tile;
+  return few_rows_read::rows_near;
 }
 
 /// Whether gemm reads a row-major B (k x n, row stride ldb) in place for `slivers` slivers of
@@ -405,14 +446,14 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_
 /// stored vector by vector (vector_destinations); one narrower than a panel, or with a vector
 /// straddling two blocks, packs its panel (after the slivers) and goes through
 /// gemm_gathered_tile. For one sliver of at most direct_b_rows_most rows, several panels at once
-/// (gemm_micro_kernel_direct_b_rows; from_memory: rows_fetch_a_call_ahead, those kernels
-/// fetching a whole call ahead).
+/// where rows_read (few_rows_read_for) says (gemm_micro_kernel_direct_b_rows; rows_far: those
+/// kernels fetching a whole call ahead).
 /// Each element of C gets the packed product's operations in the same order: the same bits.
 template <class T, sliver_layout Layout>
 void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a, std::size_t lda,
                          const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t jc,
                          std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
-                         bool load_c, bool from_memory, gemm_buffers<T>& buffers) noexcept {
+                         bool load_c, few_rows_read rows_read, gemm_buffers<T>& buffers) noexcept {
   using tile = gemm_tile<T>;
   static_assert((direct_b_slivers * tile::mr + tile::nr) * tile::kc <= gemm_buffers<T>::b_size,
                 "the slivers and one panel must fit the B buffer");
@@ -442,13 +483,13 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     else
       return std::array<ptr, 2>{};
   }();
-  // One sliver of at most direct_b_rows_most rows: several panels at once where each vector
-  // of the rows lies inside one block of C's columns (it starts at a multiple of the width:
-  // blocks of a multiple of it, or one block).
+  // One sliver of at most direct_b_rows_most rows (rows_read): several panels at once where
+  // each vector of the rows lies inside one block of C's columns (it starts at a multiple of
+  // the width: blocks of a multiple of it, or one block).
   using rows_pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
   const auto [rows_kernel, row_vectors] =
-      slivers == 1 && m <= direct_b_rows_most<T>
-          ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, from_memory)
+      slivers == 1 && rows_read != few_rows_read::register_tile
+          ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, rows_read == few_rows_read::rows_far)
           : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
   // panel_index counts the passes; with several slivers (the only use of it) each pass is one
@@ -520,9 +561,23 @@ inline constexpr std::size_t row_sweep_rows = 8;
 template <class T>
 inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 
+/// The least size of B (k x n elements, in bytes) that sweeps_b_rows takes for m rows:
+/// b_past_l2_bytes, but b_from_memory_bytes for AVX-512's one row. AMD EPYC Zen 5 (family 26
+/// model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]`, the sweep ÷ the register
+/// kernels, the same bits, B (k x n) 768 x 768, 1024 x 1024, 1600 x 1600, 1024 x 2048, 2048 x
+/// 512, 512 x 1024 (2-10 MiB): AVX2 one and two rows from memory (`ARGUS_AB_COPIES=48`)
+/// 1.05-1.57x faster, from L3 (one B over and over) 0.86-1.82x (1.28-1.82 at 4 KiB-multiple
+/// strides); AVX-512 two rows 0.97-1.22x from memory (0.97 against 2048 x 512, within what
+/// this tool reads for these rows on identical code: 0.95-0.99), 1.07-1.40x from L3; AVX-512
+/// one row 1.02-1.05x from memory but 0.88-1.00x from L3 (its kernel reads 1 KiB of a row a
+/// step).
+constexpr std::size_t row_sweep_least_bytes(std::size_t m) noexcept {
+  return simd_bytes == 64 && m == 1 ? b_from_memory_bytes : b_past_l2_bytes;
+}
+
 /// Whether gemm takes m rows of A against a row-major B (k x n) by gemm_row_sweep: up to
-/// row_sweep_most rows (the figures below are for one), where B is
-/// b_from_memory_bytes or more, so read from memory, with AVX2 or AVX-512. AMD EPYC Zen 5
+/// row_sweep_most rows (the figures below are for one), where B is row_sweep_least_bytes(m)
+/// or more, so read from memory in a model, with AVX2 or AVX-512. AMD EPYC Zen 5
 /// (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]` against the one-row
 /// register kernel (the same bits): AVX-512 (whose kernel took 1.3-1.5x oneDNN's time on its
 /// reordered weights, reading 1 KiB of a row a step) W 4096 x 4096, 4000 x 4000, 2048 x 8192
@@ -533,7 +588,8 @@ inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 /// elsewhere (docs/performance.md, "One row against a large W, row by row").
 template <class T>
 constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n) noexcept {
-  return row_sweep_set && m >= 1 && m <= row_sweep_most && b_from_memory<T>(k, n);
+  return row_sweep_set && m >= 1 && m <= row_sweep_most &&
+         k * n * sizeof(T) >= row_sweep_least_bytes(m);
 }
 
 /// C (M x n) = alpha A B + (bias, if bias) + (C, if accumulate) for M rows of A (element
@@ -698,7 +754,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         gemm_direct_b_block<T, a_layout>(m, kc, nc, a + (TransposedA ? pc * lda : pc), lda,
                                          b + pc * ldb + jc, ldb, c, ldc, jc, c_block,
                                          c_block_stride, alpha, block_bias, load_c,
-                                         rows_fetch_a_call_ahead<T>(m, ldb, k, n), buffers);
+                                         few_rows_read_for<T>(m, ldb, k, n), buffers);
         continue;
       }
 

@@ -370,6 +370,26 @@ inline constexpr std::size_t direct_b_rows_most = (simd_bytes == 64 ? 24 : 12) /
                                                   (gemm_tile<T>::nv + 1);
 static_assert(direct_b_row_vectors<float, direct_b_rows_most<float>> > gemm_tile<float>::nv &&
               direct_b_row_vectors<float, direct_b_rows_most<float> + 1> <= gemm_tile<float>::nv);
+/// The most rows of one sliver that gemm_micro_kernel_direct_b_rows takes against a B of
+/// gemm.hpp's b_past_l2_bytes or more whose rows it does not fetch a call ahead
+/// (few_rows_read_for): more rows, up to direct_b_rows_most, take the register tile
+/// (gemm_micro_kernel_direct_b: two vectors of a row a step, the next panel's rows fetched into
+/// L2). AVX-512: 6, so that 7 and 8 rows, whose kernels read 3 vectors (192 bytes) of a row a
+/// step, take the register tile. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// `bench/ab/ab.sh`, the register tile ÷ 3 vectors a step, the same bits, B (k x n) 768 x 768,
+/// 1024 x 1024, 1600 x 1600, 1024 x 2048, 2048 x 512, 512 x 1024 (2-10 MiB): from memory
+/// (`ARGUS_AB_COPIES=48`, as a model's weights come) 1.21-1.50x faster; one B multiplied over
+/// and over (from L3) 0.88-1.22x (0.88 and 0.98 at m 7 and 8 against 2048 x 512). Below 2 MiB
+/// the rows kernels stay: against 512 x 512 (d_model 512's projections) the register tile took
+/// 0.93-1.05x in cache and the MHA forward's kernels at n 7 and 8 0.93-0.96x. 3-6 rows keep
+/// their kernels (the register tile 0.58-0.92x in cache, 0.67-1.02x from memory). 16-register
+/// sets: direct_b_rows_most (AVX2's 4 rows against the register tile: 0.83-1.14x in cache,
+/// 1.25-1.59x from memory; they fetch a call ahead from 2 MiB instead: rows_fetch_a_call_ahead).
+template <class T>
+inline constexpr std::size_t direct_b_rows_near_most =
+    simd_bytes == 64 ? std::size_t{6} : direct_b_rows_most<T>;
+static_assert(direct_b_rows_near_most<float> <= direct_b_rows_most<float> &&
+              direct_b_rows_near_most<double> <= direct_b_rows_most<double>);
 static_assert(direct_b_row_vectors<float, 2> <= direct_b_row_vectors<float, 1> &&
                   direct_b_row_vectors<double, 2> <= direct_b_row_vectors<double, 1>,
               "one row covers the most vectors: its array of destinations holds every sliver's");
@@ -500,6 +520,7 @@ std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel
       return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout, true>,
                   direct_b_row_vectors<T, r()>};
   });
+  assert(rows >= 1 && rows <= direct_b_rows_most<T>);
   return from_memory && rows >= direct_b_rows_from_memory_least ? far[rows - 1] : table[rows - 1];
 }
 

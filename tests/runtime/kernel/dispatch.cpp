@@ -515,30 +515,36 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
 // fetch a whole call ahead (gemm_micro_kernel_direct_b_rows<..., FromMemory>) on every set,
 // from one row (16-register sets) or from two or four (AVX-512, rows_fetch_a_call_ahead), B's
 // rows a multiple of 4 KiB apart or not, against a double reference; several k blocks on
-// every set (k 1030 > 2 x 512).
+// every set (k 1030 > 2 x 512). And against a B of 4 MiB (past detail::b_past_l2_bytes), where
+// AVX2 sweeps one or two rows and fetches a call ahead for more, and AVX-512 sweeps two and
+// takes the register tile for 7-8 (few_rows_read_for).
 BOOST_AUTO_TEST_CASE(few_rows_against_a_large_b_agree_across_sets) {
   using T = float;
-  const std::size_t k = 1030, n = (std::size_t{16} << 20) / (k * sizeof(T)) + 21;
-  const std::size_t page = 4096 / sizeof(T), wide = (n + page) / page * page;
+  const std::size_t k = 1030, large = (std::size_t{16} << 20) / (k * sizeof(T)) + 21;
+  const std::size_t page = 4096 / sizeof(T), wide = (large + page) / page * page;
   const std::vector<T> a = random_values<T>(8 * k, 31), b = random_values<T>(k * wide, 32);
-  const std::vector<T> bias = random_values<T>(n, 33);
-  for (const std::size_t ldb : {n + 5, wide})
-    for (const std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{7}}) {
-      std::vector<double> ref(m * n);
-      for (std::size_t i = 0; i < m; ++i)
-        for (std::size_t j = 0; j < n; ++j) {
-          double sum = 0;
-          for (std::size_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * double(b[p * ldb + j]);
-          ref[i * n + j] = 0.5 * sum + double(bias[j]);
-        }
-      const std::string what = "gemm_nn " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                               std::to_string(k) + ", B's rows " + std::to_string(ldb) + " apart";
-      check_every_variant<T>(what, ref, [&](const entry_point_table<T>& e) {
-        std::vector<T> c(m * n, T(7));
-        e.gemm_nn(m, n, k, T(0.5), a.data(), k, b.data(), ldb, c.data(), n, bias.data(), false);
-        return c;
-      });
-    }
+  const std::vector<T> bias = random_values<T>(large, 33);
+  const std::size_t mid = (std::size_t{4} << 20) / (k * sizeof(T)) + 21;
+  for (const std::size_t n : {large, mid})
+    for (const std::size_t ldb : {n + 5, (n + page) / page * page})
+      for (const std::size_t m :
+           {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{7}, std::size_t{8}}) {
+        std::vector<double> ref(m * n);
+        for (std::size_t i = 0; i < m; ++i)
+          for (std::size_t j = 0; j < n; ++j) {
+            double sum = 0;
+            for (std::size_t p = 0; p < k; ++p)
+              sum += double(a[i * k + p]) * double(b[p * ldb + j]);
+            ref[i * n + j] = 0.5 * sum + double(bias[j]);
+          }
+        const std::string what = "gemm_nn " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                 std::to_string(k) + ", B's rows " + std::to_string(ldb) + " apart";
+        check_every_variant<T>(what, ref, [&](const entry_point_table<T>& e) {
+          std::vector<T> c(m * n, T(7));
+          e.gemm_nn(m, n, k, T(0.5), a.data(), k, b.data(), ldb, c.data(), n, bias.data(), false);
+          return c;
+        });
+      }
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(prepacked_gemms_agree_across_sets, T, value_types) {

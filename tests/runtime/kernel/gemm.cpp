@@ -560,94 +560,112 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
 // One sliver of a few rows against a B of b_from_memory_bytes or more fetches each row's next
 // vectors a whole call ahead instead of its rows a few steps ahead
 // (detail::gemm_micro_kernel_direct_b_rows<..., FromMemory>, where rows_fetch_a_call_ahead),
-// and one or two rows may read B row by row (detail::gemm_row_sweep, where sweeps_b_rows): the same
-// operations in the same order, so C must be, to the bit, the same product computed in column
-// slices of B small enough to take the register kernels, with B's rows wider than n, a
-// multiple of 4 KiB apart or not, two k blocks, columns split into blocks (heads; 24 puts
-// vectors across two), bias and accumulate; nothing outside C written.
+// and one or two rows may read B row by row (detail::gemm_row_sweep, where sweeps_b_rows); against
+// a B of b_past_l2_bytes or more some of these start earlier, and some heights take the register
+// tile (few_rows_read_for): the same operations in the same order, so C must be, to the bit, the
+// same product computed in column slices of B small enough (under b_past_l2_bytes) to take the
+// kernels that fetch a few steps ahead, with B's rows wider than n, a multiple of 4 KiB apart or
+// not, two k blocks, columns split into blocks (heads; 24 puts vectors across two), bias and
+// accumulate; nothing outside C written. Both sizes of B: just past b_from_memory_bytes and just
+// past b_past_l2_bytes.
 BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, element_types) {
   namespace d = argus::kernel::detail;
-  constexpr std::size_t kc = d::gemm_tile<T>::kc, slice = 1000, page = 4096 / sizeof(T);
+  constexpr std::size_t kc = d::gemm_tile<T>::kc, slice = 400, page = 4096 / sizeof(T);
+  constexpr std::size_t most = d::direct_b_rows_most<T>;
+  const std::size_t k = kc + 7, lda = k + 2;
   // n: not a multiple of any set's vector (a last vector of a few columns).
-  const std::size_t k = kc + 7, n = (d::b_from_memory_bytes / (k * sizeof(T)) + 64) / 64 * 64 + 5;
-  const std::size_t lda = k + 2;
-  BOOST_TEST(k * n * sizeof(T) >= d::b_from_memory_bytes);
-  BOOST_TEST(k * slice * sizeof(T) < d::b_from_memory_bytes);
-  BOOST_TEST(n > d::row_sweep_columns<T>);  // more than one pass of the row sweep
+  const auto width_past = [&](std::size_t bytes) {
+    return (bytes / (k * sizeof(T)) + 64) / 64 * 64 + 5;
+  };
+  const std::size_t large = width_past(d::b_from_memory_bytes),
+                    mid = width_past(d::b_past_l2_bytes);
+  BOOST_TEST(k * large * sizeof(T) >= d::b_from_memory_bytes);
+  BOOST_TEST(k * mid * sizeof(T) >= d::b_past_l2_bytes);
+  BOOST_TEST(k * mid * sizeof(T) < d::b_from_memory_bytes);
+  BOOST_TEST(k * slice * sizeof(T) < d::b_past_l2_bytes);
+  BOOST_TEST(large > d::row_sweep_columns<T>);  // more than one pass of the row sweep
   std::mt19937 rng(23);
   const uniform_pm1 dist;
-  std::vector<T> a(d::direct_b_rows_most<T> * lda), b(k * ((n + page) / page * page)), bias(n);
+  std::vector<T> a(most * lda), b(k * ((large + page) / page * page)), bias(large);
   for (auto& x : a) x = T(dist(rng));
   for (auto& x : b) x = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
-  std::size_t failures = 0, checked = 0, far = 0, swept = 0;
-  for (const std::size_t ldb : {n + 5, (n + page) / page * page})
-    for (const std::size_t block : {n + 1, std::size_t{24}, std::size_t{64}})
-      for (std::size_t m = 1; m <= d::direct_b_rows_most<T>; ++m)
-        for (const bool accumulate : {false, true}) {
-          if (block != n + 1 && m > 2 && m != d::direct_b_rows_most<T>) continue;
-          far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n);
-          swept += d::sweeps_b_rows<T>(m, k, n);
-          const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
-          const std::size_t blocks = (n + block - 1) / block;
-          std::vector<T> c(blocks * stride, T(sentinel));
-          for (std::size_t q = 0; q < blocks; ++q)
-            for (std::size_t i = 0; i < m; ++i)
-              for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
-                c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j % 7 + 2) : T(sentinel);
-          std::vector<T> sliced = c;
-          argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
-                                          ldc, block, stride, bias.data(), accumulate);
-          // Slices of whole blocks (a multiple of the block width, or one block).
-          const std::size_t step = block > n ? slice : slice / block * block;
-          for (std::size_t j = 0; j < n; j += step) {
-            const std::size_t cols = std::min(step, n - j);
-            T* const at = sliced.data() + (block > n ? j : j / block * stride);
-            argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
-                                            at, ldc, block > n ? cols + 1 : block, stride,
-                                            bias.data() + j, accumulate);
-          }
-          ++checked;
-          if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
-            BOOST_ERROR("m " << m << " ldb " << ldb << " block " << block << " accumulate "
-                             << accumulate << ": differs from the product in column slices");
-          for (std::size_t q = 0; q < blocks; ++q)  // each block's padding and gap
-            for (std::size_t at = q * stride; at < (q + 1) * stride; ++at) {
-              const std::size_t i = (at - q * stride) / ldc, j = (at - q * stride) % ldc;
-              const bool in_c = i < m && j < std::min(block, n - q * block);
-              if (!in_c && c[at] != T(sentinel) && ++failures <= 5)
-                BOOST_ERROR("m " << m << " block " << block << ": element " << at
-                                 << " outside C written");
+  std::size_t failures = 0, checked = 0, far = 0, swept = 0, tiled = 0;
+  for (const std::size_t n : {large, mid})
+    for (const std::size_t ldb : {n + 5, (n + page) / page * page})
+      for (const std::size_t block : {n + 1, std::size_t{24}, std::size_t{64}})
+        for (std::size_t m = 1; m <= most; ++m)
+          for (const bool accumulate : {false, true}) {
+            if (block != n + 1 && m > 2 && m != most) continue;
+            far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n);
+            swept += d::sweeps_b_rows<T>(m, k, n);
+            tiled += d::few_rows_read_for<T>(m, ldb, k, n) == d::few_rows_read::register_tile;
+            const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
+            const std::size_t blocks = (n + block - 1) / block;
+            std::vector<T> c(blocks * stride, T(sentinel));
+            for (std::size_t q = 0; q < blocks; ++q)
+              for (std::size_t i = 0; i < m; ++i)
+                for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
+                  c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j % 7 + 2) : T(sentinel);
+            std::vector<T> sliced = c;
+            argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
+                                            ldc, block, stride, bias.data(), accumulate);
+            // Slices of whole blocks (a multiple of the block width, or one block).
+            const std::size_t step = block > n ? slice : slice / block * block;
+            for (std::size_t j = 0; j < n; j += step) {
+              const std::size_t cols = std::min(step, n - j);
+              T* const at = sliced.data() + (block > n ? j : j / block * stride);
+              argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
+                                              at, ldc, block > n ? cols + 1 : block, stride,
+                                              bias.data() + j, accumulate);
             }
-        }
+            ++checked;
+            if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
+              BOOST_ERROR("m " << m << " n " << n << " ldb " << ldb << " block " << block
+                               << " accumulate " << accumulate
+                               << ": differs from the product in column slices");
+            for (std::size_t q = 0; q < blocks; ++q)  // each block's padding and gap
+              for (std::size_t at = q * stride; at < (q + 1) * stride; ++at) {
+                const std::size_t i = (at - q * stride) / ldc, j = (at - q * stride) % ldc;
+                const bool in_c = i < m && j < std::min(block, n - q * block);
+                if (!in_c && c[at] != T(sentinel) && ++failures <= 5)
+                  BOOST_ERROR("m " << m << " n " << n << " block " << block << ": element " << at
+                                   << " outside C written");
+              }
+          }
   // One row of Aᵀ (gemm_tn: A read as k x 1 with row stride 3), the same way.
-  for (const std::size_t ldb : {n + 5, (n + page) / page * page}) {
-    std::vector<T> at(3 * k), c(n, T(sentinel)), sliced(n, T(sentinel));
-    for (std::size_t p = 0; p < k; ++p) at[3 * p] = a[p];
-    argus::kernel::gemm_tn<T>(1, n, k, T(0.5), at.data(), 3, b.data(), ldb, c.data(), n,
-                              bias.data(), false);
-    for (std::size_t j = 0; j < n; j += slice)
-      argus::kernel::gemm_tn<T>(1, std::min(slice, n - j), k, T(0.5), at.data(), 3, b.data() + j,
-                                ldb, sliced.data() + j, n, bias.data() + j, false);
-    ++checked;
-    if (std::memcmp(c.data(), sliced.data(), n * sizeof(T)) != 0 && ++failures <= 5)
-      BOOST_ERROR("gemm_tn, one row, ldb " << ldb << ": differs from the product in column slices");
-  }
-  BOOST_TEST(checked == 2 + 2 * 2 *
-                                (d::direct_b_rows_most<T> +
-                                 2 * std::min<std::size_t>(3, d::direct_b_rows_most<T>)));
+  for (const std::size_t n : {large, mid})
+    for (const std::size_t ldb : {n + 5, (n + page) / page * page}) {
+      std::vector<T> at(3 * k), c(n, T(sentinel)), sliced(n, T(sentinel));
+      for (std::size_t p = 0; p < k; ++p) at[3 * p] = a[p];
+      argus::kernel::gemm_tn<T>(1, n, k, T(0.5), at.data(), 3, b.data(), ldb, c.data(), n,
+                                bias.data(), false);
+      for (std::size_t j = 0; j < n; j += slice)
+        argus::kernel::gemm_tn<T>(1, std::min(slice, n - j), k, T(0.5), at.data(), 3, b.data() + j,
+                                  ldb, sliced.data() + j, n, bias.data() + j, false);
+      ++checked;
+      if (std::memcmp(c.data(), sliced.data(), n * sizeof(T)) != 0 && ++failures <= 5)
+        BOOST_ERROR("gemm_tn, one row, n " << n << " ldb " << ldb
+                                           << ": differs from the product in column slices");
+    }
+  BOOST_TEST(checked == 2 * (2 + 2 * 2 * (most + 2 * std::min<std::size_t>(3, most))));
   BOOST_TEST(far >= 2u);  // some heights take the kernels that fetch a call ahead
   if constexpr (argus::kernel::simd_bytes >= 32) BOOST_TEST(swept > 0u);
+  // AVX-512's 7-8 rows against the smaller B take the register tile.
+  if constexpr (d::direct_b_rows_near_most<T> < most) BOOST_TEST(tiled > 0u);
   BOOST_TEST(failures == 0u);
 }
 
 // Which slivers of a few rows fetch a whole call ahead: none against a B smaller than
-// b_from_memory_bytes; against a larger one, rows_from_memory_any_stride rows or more, and from
-// direct_b_rows_from_memory_least rows where B's rows are a multiple of 4 KiB apart; one row
-// only where the set does not read it row by row instead (row_sweep_set).
+// b_call_ahead_bytes (b_past_l2_bytes with AVX2, b_from_memory_bytes elsewhere); against a larger
+// one, rows_from_memory_any_stride rows or more, and from direct_b_rows_from_memory_least rows
+// where B's rows are a multiple of 4 KiB apart; one row only where the set does not read it row
+// by row instead (row_sweep_set).
 BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
   namespace d = argus::kernel::detail;
-  constexpr std::size_t big = d::b_from_memory_bytes / sizeof(float) / 4096;  // k for n 4096
+  BOOST_TEST(d::b_call_ahead_bytes >= d::b_past_l2_bytes);
+  BOOST_TEST(d::b_call_ahead_bytes <= d::b_from_memory_bytes);
+  constexpr std::size_t big = d::b_call_ahead_bytes / sizeof(float) / 4096;  // k for n 4096
   constexpr std::size_t least = d::direct_b_rows_from_memory_least;
   constexpr std::size_t any = d::rows_from_memory_any_stride;
   BOOST_TEST(least >= 1u);
@@ -663,6 +681,45 @@ BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
     BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4000, 4 * big, 4000));
   BOOST_TEST(d::rows_fetch_a_call_ahead<double>(least, 512, 4 * big, 512));
   BOOST_TEST(!d::rows_fetch_a_call_ahead<double>(least, 512, big, 512));
+}
+
+// How one sliver of a few rows reads a row-major B in place (few_rows_read_for): more rows than
+// direct_b_rows_most, the register tile; the kernels that fetch a call ahead where
+// rows_fetch_a_call_ahead says; else the kernels that fetch a few steps ahead, but for more than
+// direct_b_rows_near_most rows against a B of b_past_l2_bytes or more (the register tile). And
+// which B the row sweep takes: from row_sweep_least_bytes, b_past_l2_bytes but for AVX-512's
+// one row.
+BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
+  namespace d = argus::kernel::detail;
+  using r = d::few_rows_read;
+  constexpr std::size_t most = d::direct_b_rows_most<float>,
+                        near = d::direct_b_rows_near_most<float>;
+  // The fewest rows of a B 1000 wide that make b_past_l2_bytes, and b_from_memory_bytes.
+  constexpr std::size_t past = (d::b_past_l2_bytes / sizeof(float) + 999) / 1000;
+  constexpr std::size_t large = (d::b_from_memory_bytes / sizeof(float) + 999) / 1000;
+  BOOST_TEST(near >= 1u);
+  BOOST_TEST(near <= most);
+  BOOST_TEST((d::few_rows_read_for<float>(most + 1, 1000, 64, 1000) == r::register_tile));
+  BOOST_TEST((d::few_rows_read_for<float>(most + 1, 1000, 4 * large, 1000) == r::register_tile));
+  for (std::size_t m = 1; m <= most; ++m) {
+    // Under b_past_l2_bytes: the near kernels at every height.
+    BOOST_TEST((d::few_rows_read_for<float>(m, 1000, past - 1, 1000) == r::rows_near));
+    const bool far = d::rows_fetch_a_call_ahead<float>(m, 1000, past + 1, 1000);
+    const r mid = d::few_rows_read_for<float>(m, 1000, past + 1, 1000);
+    BOOST_TEST((mid == (far ? r::rows_far : m > near ? r::register_tile : r::rows_near)));
+    if (m >= d::rows_from_memory_any_stride)
+      BOOST_TEST((d::few_rows_read_for<float>(m, 1000, large, 1000) == r::rows_far));
+  }
+  if constexpr (argus::kernel::simd_bytes == 64) BOOST_TEST(near < most);
+  BOOST_TEST(d::row_sweep_least_bytes(2) == d::b_past_l2_bytes);
+  BOOST_TEST(d::row_sweep_least_bytes(1) ==
+             (argus::kernel::simd_bytes == 64 ? d::b_from_memory_bytes : d::b_past_l2_bytes));
+  BOOST_TEST(d::sweeps_b_rows<float>(2, past, 1000) == d::row_sweep_set);
+  BOOST_TEST(!d::sweeps_b_rows<float>(2, past - 1, 1000));
+  BOOST_TEST(d::sweeps_b_rows<float>(1, large, 1000) == d::row_sweep_set);
+  BOOST_TEST(d::sweeps_b_rows<float>(1, past, 1000) ==
+             (d::row_sweep_set && argus::kernel::simd_bytes != 64));
+  BOOST_TEST(!d::sweeps_b_rows<float>(d::row_sweep_most + 1, 4 * large, 1000));
 }
 
 // Which products read B in place: one sliver whatever B's stride; up to direct_b_slivers
