@@ -521,8 +521,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
 BOOST_AUTO_TEST_CASE(few_rows_against_a_large_b_agree_across_sets) {
   using T = float;
   const std::size_t k = 1030, large = (std::size_t{16} << 20) / (k * sizeof(T)) + 21;
-  const std::size_t page = 4096 / sizeof(T), wide = (large + page) / page * page;
-  const std::vector<T> a = random_values<T>(8 * k, 31), b = random_values<T>(k * wide, 32);
+  // B holds k rows at either stride (n + 5, or n rounded up to whole pages): k (n + page).
+  const std::size_t page = 4096 / sizeof(T);
+  const std::vector<T> a = random_values<T>(8 * k, 31),
+                       b = random_values<T>(k * (large + page), 32);
   const std::vector<T> bias = random_values<T>(large, 33);
   const std::size_t mid = (std::size_t{4} << 20) / (k * sizeof(T)) + 21;
   for (const std::size_t n : {large, mid})

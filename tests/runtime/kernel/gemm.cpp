@@ -586,7 +586,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
   BOOST_TEST(large > d::row_sweep_columns<T>);  // more than one pass of the row sweep
   std::mt19937 rng(23);
   const uniform_pm1 dist;
-  std::vector<T> a(most * lda), b(k * ((large + page) / page * page)), bias(large);
+  // B holds k rows at either stride (n + 5, or n rounded up to whole pages): k (n + page).
+  std::vector<T> a(most * lda), b(k * (large + page)), bias(large);
   for (auto& x : a) x = T(dist(rng));
   for (auto& x : b) x = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
