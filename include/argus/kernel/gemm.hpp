@@ -321,7 +321,7 @@ constexpr bool rows_a_page_apart(std::size_t ldb) noexcept {
 }
 
 /// The most slivers of A that read a row-major B in place when B's rows are a multiple of
-/// 4 KiB apart and B is at least b_from_memory_bytes (reads_b_in_place): 3 with AVX-512, 2
+/// 4 KiB apart and B is at least b_in_place_page_bytes (reads_b_in_place): 3 with AVX-512, 2
 /// with AVX2, 1 with the portable set. Such a stride maps a panel's rows onto the same few sets
 /// of L1 (and, at multiples of 16 KiB, of L2), so the slivers after the first re-read each
 /// panel from L2 or L3, where packed it would be contiguous. Against a B that comes from
@@ -331,22 +331,23 @@ constexpr bool rows_a_page_apart(std::size_t ldb) noexcept {
 /// in place ÷ packed, the same bits. AVX-512, `bench/ab/ab.sh`, three runs: m 13 / 16 / 24
 /// against W 4096 x 4096 (64 MiB) 1.26-1.27 / 1.21-1.25 / 1.08-1.15x faster, into heads of
 /// 128 1.11-1.20x; W of 16 MiB (4096 x 1024, 1024 x 4096, 2048 x 2048) 0.99-1.07x; W 1024 x
-/// 1024 (4 MiB, in L3) m 13 / 16 / 30 0.92 / 0.97-0.98 / 0.96x, so a smaller B packs; four
-/// slivers (m 48) 0.99x. AVX2 (6-row tiles), the scratch driver rotating four copies of W so
-/// that each call reads it from memory: two slivers (m 7-12) 1.08-1.16x against W of 16-64 MiB
-/// (2048 x 2048 at m 12 0.97x), and 0.92-0.96x against a 16 MiB W multiplied over and over
-/// (in L3), 1.11-1.15x against 4096 x 4096; three or four slivers 0.81-0.97x either way. The
-/// portable set's two slivers 0.89-0.94x from memory (docs/performance.md, "Rows 4 KiB
-/// apart").
+/// 1024 (4 MiB, in L3) m 13 / 16 / 30 0.92 / 0.97-0.98 / 0.96x, but from memory 1.12-1.30x
+/// (b_in_place_page_bytes); four slivers (m 48) 0.99x. AVX2 (6-row tiles), the scratch driver
+/// rotating four copies of W so that each call reads it from memory: two slivers (m
+/// 7-12) 1.08-1.16x against W of 16-64 MiB (2048 x 2048 at m 12 0.97x), and 0.92-0.96x against a 16
+/// MiB W multiplied over and over (in L3), 1.11-1.15x against 4096 x 4096; three or four slivers
+/// 0.81-0.97x either way. The portable set's two slivers 0.89-0.94x from memory
+/// (docs/performance.md, "Rows 4 KiB apart").
 inline constexpr std::size_t page_stride_direct_b_slivers = simd_bytes == 64   ? 3
                                                             : simd_bytes == 32 ? 2
                                                                                : 1;
 
-/// The least size of B (k x n elements, in bytes) that gemm takes to come from memory: half
-/// the L3 of the machine that measured it, more than a core's share of the L3 of most, so a B
-/// that large is read from memory whenever another B came in between. Where B is that large,
-/// page_stride_direct_b_slivers holds, and one sliver of a few rows fetches a whole call ahead
-/// (rows_fetch_a_call_ahead).
+/// The least size of B (k x n elements, in bytes) that gemm takes to come from memory even
+/// when one B is multiplied over and over: half the L3 of the machine that measured it, more
+/// than a core's share of the L3 of most, so a B that large is read from memory whenever
+/// another B came in between. Where B is that large, every few-row path below holds
+/// (page_stride_direct_b_slivers, rows_fetch_a_call_ahead, sweeps_b_rows); some start at
+/// b_past_l2_bytes, where a model's weights come from memory too.
 inline constexpr std::size_t b_from_memory_bytes = std::size_t{16} << 20;
 
 /// Whether gemm takes a B of k x n elements to come from memory (b_from_memory_bytes or more).
@@ -397,12 +398,21 @@ inline constexpr std::size_t rows_from_memory_any_stride =
 inline constexpr std::size_t b_call_ahead_bytes =
     simd_bytes == 32 ? b_past_l2_bytes : b_from_memory_bytes;
 
+/// b_call_ahead_bytes where B's rows are a multiple of 4 KiB apart: b_past_l2_bytes with AVX-512
+/// as well, whose 3-8 rows there (which the L1 fetch crowds into a few sets) measured, AMD EPYC
+/// Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh`, the same bits, B (k x n) 1024 x
+/// 1024, 512 x 1024, 1024 x 2048, 768 x 3072, 2048 x 1024 (2-9 MiB): from memory
+/// (`ARGUS_AB_COPIES=48`) 1.07-1.34x faster, from L3 (one B over and over) 0.92-1.40x (7-8 rows,
+/// against the register tile: 1.24-1.31x; 4 rows 0.92-1.18x).
+inline constexpr std::size_t b_call_ahead_page_bytes =
+    simd_bytes >= 32 ? b_past_l2_bytes : b_from_memory_bytes;
+
 template <class T>
 constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::size_t k,
                                        std::size_t n) noexcept {
-  return k * n * sizeof(T) >= b_call_ahead_bytes &&
-         rows >= (rows_a_page_apart<T>(ldb) ? direct_b_rows_from_memory_least
-                                            : rows_from_memory_any_stride);
+  const bool page = rows_a_page_apart<T>(ldb);
+  return k * n * sizeof(T) >= (page ? b_call_ahead_page_bytes : b_call_ahead_bytes) &&
+         rows >= (page ? direct_b_rows_from_memory_least : rows_from_memory_any_stride);
 }
 
 /// How one sliver of A of `rows` rows reads a row-major B (k x n, row stride ldb) in place:
@@ -423,16 +433,26 @@ constexpr few_rows_read few_rows_read_for(std::size_t rows, std::size_t ldb, std
   return few_rows_read::rows_near;
 }
 
+/// The least size of B (k x n elements, in bytes) whose rows, a multiple of 4 KiB apart,
+/// page_stride_direct_b_slivers slivers read in place: b_past_l2_bytes with AVX-512, whose two
+/// and three slivers (m 13-24) measured, the machine, tool and B of b_call_ahead_page_bytes: from
+/// memory 1.12-1.30x faster, from L3 0.92-1.04x (13 rows 0.92-0.95); b_from_memory_bytes with
+/// AVX2 (its two slivers from 2 MiB: 1.14-1.17x from memory, 0.84-0.90x from L3) and the portable
+/// set.
+inline constexpr std::size_t b_in_place_page_bytes =
+    simd_bytes == 64 ? b_past_l2_bytes : b_from_memory_bytes;
+
 /// Whether gemm reads a row-major B (k x n, row stride ldb) in place for `slivers` slivers of
 /// A: one sliver always (it reads each panel once); up to direct_b_slivers when B's rows are
 /// not a multiple of 4 KiB apart; when they are, up to page_stride_direct_b_slivers for a B
-/// of b_from_memory_bytes or more, one for a smaller one.
+/// of b_in_place_page_bytes or more, one for a smaller one.
+
 template <class T>
 constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_t k,
                                 std::size_t n) noexcept {
   if (slivers == 1) return true;
   if (!rows_a_page_apart<T>(ldb)) return slivers <= direct_b_slivers;
-  return b_from_memory<T>(k, n) && slivers <= page_stride_direct_b_slivers;
+  return k * n * sizeof(T) >= b_in_place_page_bytes && slivers <= page_stride_direct_b_slivers;
 }
 
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of

@@ -475,7 +475,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
 // detail::gemm_micro_kernel_direct_b; for one sliver of a few rows, several panels at once,
 // detail::gemm_micro_kernel_direct_b_rows), unless B's rows are a multiple of 4 KiB apart and
 // there are several slivers (for a B as small as these; one of
-// detail::b_from_memory_bytes or more is read in place by up to
+// detail::b_in_place_page_bytes or more is read in place by up to
 // detail::page_stride_direct_b_slivers slivers, by the same code as at any other stride): the
 // same operations in the same order, so each of its rows must be, to the bit, that row of the
 // same product over more rows (more slivers than direct_b_slivers, B packed), at every k block
@@ -658,30 +658,36 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
 }
 
 // Which slivers of a few rows fetch a whole call ahead: none against a B smaller than
-// b_call_ahead_bytes (b_past_l2_bytes with AVX2, b_from_memory_bytes elsewhere); against a larger
-// one, rows_from_memory_any_stride rows or more, and from direct_b_rows_from_memory_least rows
-// where B's rows are a multiple of 4 KiB apart; one row only where the set does not read it row
-// by row instead (row_sweep_set).
+// b_call_ahead_bytes (b_past_l2_bytes with AVX2, b_from_memory_bytes elsewhere), or than
+// b_call_ahead_page_bytes where B's rows are a multiple of 4 KiB apart (b_past_l2_bytes with
+// AVX-512 too); against a larger one, rows_from_memory_any_stride rows or more, and from
+// direct_b_rows_from_memory_least rows at such strides; one row only where the set does not read
+// it row by row instead (row_sweep_set).
 BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
   namespace d = argus::kernel::detail;
   BOOST_TEST(d::b_call_ahead_bytes >= d::b_past_l2_bytes);
   BOOST_TEST(d::b_call_ahead_bytes <= d::b_from_memory_bytes);
-  constexpr std::size_t big = d::b_call_ahead_bytes / sizeof(float) / 4096;  // k for n 4096
+  BOOST_TEST(d::b_call_ahead_page_bytes >= d::b_past_l2_bytes);
+  BOOST_TEST(d::b_call_ahead_page_bytes <= d::b_call_ahead_bytes);
+  // k for n 4096 (rows 16 KiB apart) and for n 4000 (not a multiple of 4 KiB).
+  constexpr std::size_t page = d::b_call_ahead_page_bytes / sizeof(float) / 4096;
+  constexpr std::size_t big = (d::b_call_ahead_bytes / sizeof(float) + 3999) / 4000;
   constexpr std::size_t least = d::direct_b_rows_from_memory_least;
   constexpr std::size_t any = d::rows_from_memory_any_stride;
   BOOST_TEST(least >= 1u);
   BOOST_TEST(least <= any);
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(1, 4096, 4 * big, 4096) == !d::row_sweep_set);
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(1, 4096, 4 * page, 4096) == !d::row_sweep_set);
   if constexpr (d::row_sweep_set) BOOST_TEST(least > d::row_sweep_most);
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(least, 4096, big, 4096));
-  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4096, big - 1, 4096));
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4000, 2 * big, 4000));
-  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(any, 4000, big / 2, 4000));
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4096, big, 4096));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(least, 4096, page, 4096));
+  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4096, page - 1, 4096));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4096, page, 4096));
+  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4000, big, 4000));
+  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(any, 4000, big - 1, 4000));
   if constexpr (least < any)
     BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4000, 4 * big, 4000));
-  BOOST_TEST(d::rows_fetch_a_call_ahead<double>(least, 512, 4 * big, 512));
-  BOOST_TEST(!d::rows_fetch_a_call_ahead<double>(least, 512, big, 512));
+  // double: rows 4 KiB apart at n 512.
+  BOOST_TEST(d::rows_fetch_a_call_ahead<double>(least, 512, 4 * page, 512));
+  BOOST_TEST(!d::rows_fetch_a_call_ahead<double>(least, 512, page, 512));
 }
 
 // How one sliver of a few rows reads a row-major B in place (few_rows_read_for): more rows than
@@ -725,13 +731,16 @@ BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
 
 // Which products read B in place: one sliver whatever B's stride; up to direct_b_slivers
 // slivers where B's rows are not a multiple of 4 KiB apart; where they are, up to
-// page_stride_direct_b_slivers (fewer) for a B of b_from_memory_bytes or more, one for
-// a smaller B; never more.
+// page_stride_direct_b_slivers (fewer) for a B of b_in_place_page_bytes or more (b_past_l2_bytes
+// with AVX-512, b_from_memory_bytes elsewhere), one for a smaller B; never more.
 BOOST_AUTO_TEST_CASE(which_products_read_b_in_place) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t page = d::page_stride_direct_b_slivers;
-  // Rows of a float B 4096 wide that make b_from_memory_bytes (1024).
-  constexpr std::size_t big = d::b_from_memory_bytes / sizeof(float) / 4096;
+  BOOST_TEST(d::b_in_place_page_bytes >= d::b_past_l2_bytes);
+  BOOST_TEST(d::b_in_place_page_bytes <= d::b_from_memory_bytes);
+  // Rows of a float B 4096 wide that make b_in_place_page_bytes, and b_from_memory_bytes.
+  constexpr std::size_t big = d::b_in_place_page_bytes / sizeof(float) / 4096;
+  constexpr std::size_t large = d::b_from_memory_bytes / sizeof(float) / 4096;
   BOOST_TEST(page >= 1u);
   BOOST_TEST(page < d::direct_b_slivers);
   BOOST_TEST(d::reads_b_in_place<float>(1, 512, 512, 512));
@@ -739,24 +748,29 @@ BOOST_AUTO_TEST_CASE(which_products_read_b_in_place) {
   BOOST_TEST(d::reads_b_in_place<float>(1, 4096, big, 4096));
   BOOST_TEST(d::reads_b_in_place<float>(2, 512, 512, 512));
   BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1536, 512, 1536));
-  BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1000, 4 * big, 1000));
+  BOOST_TEST(d::reads_b_in_place<float>(d::direct_b_slivers, 1000, 4 * large, 1000));
   BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 512, 512, 512));
-  BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 1000, 4 * big, 1000));
-  // Rows a multiple of 4 KiB apart, B of b_from_memory_bytes or just below it.
+  BOOST_TEST(!d::reads_b_in_place<float>(d::direct_b_slivers + 1, 1000, 4 * large, 1000));
+  // Rows a multiple of 4 KiB apart, B of b_in_place_page_bytes or just below it.
   BOOST_TEST(d::reads_b_in_place<float>(page, 4096, big, 4096));
   BOOST_TEST(d::reads_b_in_place<float>(page, 1024, 4 * big, 1024));
-  BOOST_TEST(!d::reads_b_in_place<float>(page + 1, 4096, big, 4096));
+  BOOST_TEST(d::reads_b_in_place<float>(page, 4096, large, 4096));
+  BOOST_TEST(!d::reads_b_in_place<float>(page + 1, 4096, large, 4096));
   BOOST_TEST(!d::reads_b_in_place<float>(2, 4096, big - 1, 4096));
-  BOOST_TEST(!d::reads_b_in_place<float>(2, 1024, 1024, 1024));
-  BOOST_TEST(!d::reads_b_in_place<float>(2, 3072, 512, 3072));
+  BOOST_TEST(!d::reads_b_in_place<float>(2, 1024, big, 1024));
+  BOOST_TEST(!d::reads_b_in_place<float>(2, 3072, big, 3072));
   // ldb, not n, decides the stride; k x n, not k x ldb, the size.
   BOOST_TEST(!d::reads_b_in_place<float>(2, 4096, big, 4000));
   BOOST_TEST(d::reads_b_in_place<float>(2, 4000, big, 4000));
   BOOST_TEST(d::reads_b_in_place<float>(2, 4000, 512, 4000));
+  // double at n 512 (rows 4 KiB apart): 4 x big rows make b_in_place_page_bytes.
   BOOST_TEST(d::reads_b_in_place<double>(page, 512, 4 * big, 512));
   BOOST_TEST(!d::reads_b_in_place<double>(page + 1, 512, 4 * big, 512));
-  BOOST_TEST(!d::reads_b_in_place<double>(2, 512, 512, 512));
+  BOOST_TEST(!d::reads_b_in_place<double>(2, 512, 4 * big - 1, 512));
   BOOST_TEST(d::reads_b_in_place<double>(2, 1000, 512, 1000));
+  // AVX-512 reads such a B in place from b_past_l2_bytes (4 MiB here), the others from 16 MiB.
+  BOOST_TEST(d::reads_b_in_place<float>(2, 1024, 1024, 1024) ==
+             (argus::kernel::simd_bytes == 64 && page >= 2));
 }
 
 // gemm_packed_b over the first n of n' packed columns: a last panel narrower than nr is
