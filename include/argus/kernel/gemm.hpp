@@ -581,22 +581,21 @@ inline constexpr std::size_t row_sweep_rows = 8;
 template <class T>
 inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 
-/// The least size of B (k x n elements, in bytes) that sweeps_b_rows takes for m rows:
-/// b_past_l2_bytes, but b_from_memory_bytes for AVX-512's one row. AMD EPYC Zen 5 (family 26
-/// model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]`, the sweep ÷ the register
-/// kernels, the same bits, B (k x n) 768 x 768, 1024 x 1024, 1600 x 1600, 1024 x 2048, 2048 x
-/// 512, 512 x 1024 (2-10 MiB): AVX2 one and two rows from memory (`ARGUS_AB_COPIES=48`)
-/// 1.05-1.57x faster, from L3 (one B over and over) 0.86-1.82x (1.28-1.82 at 4 KiB-multiple
-/// strides); AVX-512 two rows 0.97-1.22x from memory (0.97 against 2048 x 512, within what
-/// this tool reads for these rows on identical code: 0.95-0.99), 1.07-1.40x from L3; AVX-512
-/// one row 1.02-1.05x from memory but 0.88-1.00x from L3 (its kernel reads 1 KiB of a row a
-/// step).
-constexpr std::size_t row_sweep_least_bytes(std::size_t m) noexcept {
-  return simd_bytes == 64 && m == 1 ? b_from_memory_bytes : b_past_l2_bytes;
-}
+/// The least size of B (k x n elements, in bytes) that sweeps_b_rows takes: b_past_l2_bytes
+/// with AVX2, b_from_memory_bytes with AVX-512. AMD EPYC Zen 5 (family 26 model 2),
+/// `bench/ab/ab.sh [--march=x86-64-v3]`, one thread, the sweep ÷ the register kernels, the
+/// same bits, B (k x n) 768 x 768, 1024 x 1024, 1600 x 1600, 1024 x 2048, 2048 x 512, 512 x
+/// 1024 (2-10 MiB): AVX2 one and two rows from memory (`ARGUS_AB_COPIES=48`) 1.05-1.57x faster,
+/// from L3 (one B over and over) 0.86-1.82x (1.28-1.82 at 4 KiB-multiple strides); GPT-2 XL's
+/// layer (`bench_models`, 10 MiB weights) at n 2 1.35-1.5x on 1 thread, level on 2 (each
+/// thread's half of W's columns: 5 MiB). AVX-512 two rows 0.97-1.22x from memory, 1.07-1.40x
+/// from L3, and the layer at n 2 1.07x on 1 thread but 0.86-0.99x on 2 (its two-row kernel
+/// reads 768 bytes of a row a step); one row 1.02-1.05x from memory, 0.88-1.00x from L3.
+inline constexpr std::size_t row_sweep_least_bytes =
+    simd_bytes == 64 ? b_from_memory_bytes : b_past_l2_bytes;
 
 /// Whether gemm takes m rows of A against a row-major B (k x n) by gemm_row_sweep: up to
-/// row_sweep_most rows (the figures below are for one), where B is row_sweep_least_bytes(m)
+/// row_sweep_most rows (the figures below are for one), where B is row_sweep_least_bytes
 /// or more, so read from memory in a model, with AVX2 or AVX-512. AMD EPYC Zen 5
 /// (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]` against the one-row
 /// register kernel (the same bits): AVX-512 (whose kernel took 1.3-1.5x oneDNN's time on its
@@ -609,7 +608,7 @@ constexpr std::size_t row_sweep_least_bytes(std::size_t m) noexcept {
 template <class T>
 constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n) noexcept {
   return row_sweep_set && m >= 1 && m <= row_sweep_most &&
-         k * n * sizeof(T) >= row_sweep_least_bytes(m);
+         k * n * sizeof(T) >= row_sweep_least_bytes;
 }
 
 /// C (M x n) = alpha A B + (bias, if bias) + (C, if accumulate) for M rows of A (element

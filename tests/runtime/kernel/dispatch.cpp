@@ -516,8 +516,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(gemms_agree, T, value_types) {
 // from one row (16-register sets) or from two or four (AVX-512, rows_fetch_a_call_ahead), B's
 // rows a multiple of 4 KiB apart or not, against a double reference; several k blocks on
 // every set (k 1030 > 2 x 512). And against a B of 4 MiB (past detail::b_past_l2_bytes), where
-// AVX2 sweeps one or two rows and fetches a call ahead for more, and AVX-512 sweeps two and
-// takes the register tile for 7-8 (few_rows_read_for).
+// AVX2 sweeps one or two rows and fetches a call ahead for more, and AVX-512 takes the register
+// tile for 7-8 rows, or fetches a call ahead for 3-8 where B's rows are a multiple of 4 KiB
+// apart (few_rows_read_for).
 BOOST_AUTO_TEST_CASE(few_rows_against_a_large_b_agree_across_sets) {
   using T = float;
   const std::size_t k = 1030, large = (std::size_t{16} << 20) / (k * sizeof(T)) + 21;

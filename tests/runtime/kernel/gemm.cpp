@@ -694,8 +694,8 @@ BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
 // direct_b_rows_most, the register tile; the kernels that fetch a call ahead where
 // rows_fetch_a_call_ahead says; else the kernels that fetch a few steps ahead, but for more than
 // direct_b_rows_near_most rows against a B of b_past_l2_bytes or more (the register tile). And
-// which B the row sweep takes: from row_sweep_least_bytes, b_past_l2_bytes but for AVX-512's
-// one row.
+// which B the row sweep takes: from row_sweep_least_bytes (b_past_l2_bytes, but
+// b_from_memory_bytes with AVX-512).
 BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
   namespace d = argus::kernel::detail;
   using r = d::few_rows_read;
@@ -718,14 +718,14 @@ BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
       BOOST_TEST((d::few_rows_read_for<float>(m, 1000, large, 1000) == r::rows_far));
   }
   if constexpr (argus::kernel::simd_bytes == 64) BOOST_TEST(near < most);
-  BOOST_TEST(d::row_sweep_least_bytes(2) == d::b_past_l2_bytes);
-  BOOST_TEST(d::row_sweep_least_bytes(1) ==
+  BOOST_TEST(d::row_sweep_least_bytes ==
              (argus::kernel::simd_bytes == 64 ? d::b_from_memory_bytes : d::b_past_l2_bytes));
-  BOOST_TEST(d::sweeps_b_rows<float>(2, past, 1000) == d::row_sweep_set);
-  BOOST_TEST(!d::sweeps_b_rows<float>(2, past - 1, 1000));
-  BOOST_TEST(d::sweeps_b_rows<float>(1, large, 1000) == d::row_sweep_set);
-  BOOST_TEST(d::sweeps_b_rows<float>(1, past, 1000) ==
-             (d::row_sweep_set && argus::kernel::simd_bytes != 64));
+  for (const std::size_t m : {std::size_t{1}, d::row_sweep_most}) {
+    BOOST_TEST(d::sweeps_b_rows<float>(m, large, 1000) == d::row_sweep_set);
+    BOOST_TEST(!d::sweeps_b_rows<float>(m, past - 1, 1000));
+    BOOST_TEST(d::sweeps_b_rows<float>(m, past, 1000) ==
+               (d::row_sweep_set && argus::kernel::simd_bytes != 64));
+  }
   BOOST_TEST(!d::sweeps_b_rows<float>(d::row_sweep_most + 1, 4 * large, 1000));
 }
 
