@@ -361,8 +361,11 @@ constexpr bool b_from_memory(std::size_t k, std::size_t n) noexcept {
 /// are read one after another, such a B comes from memory on every call, however large the L3;
 /// multiplied over and over on its own (a benchmark's loop) it comes from L3. The few-row
 /// kernels whose gain from memory far outweighs what they lose against L3 start here:
-/// sweeps_b_rows, rows_fetch_a_call_ahead with AVX2, and few_rows_read_for's register tile for
-/// AVX-512's 7-8 rows (docs/performance.md, "A few rows against a W of 2-16 MiB").
+/// with AVX2 sweeps_b_rows (row_sweep_least_bytes) and rows_fetch_a_call_ahead
+/// (b_call_ahead_bytes); with AVX-512, at 4 KiB-multiple strides, rows_fetch_a_call_ahead and
+/// reads_b_in_place (b_call_ahead_page_bytes, b_in_place_page_bytes), elsewhere
+/// few_rows_read_for's register tile for 7-8 rows (docs/performance.md, "A few rows against a W
+/// of 2-16 MiB").
 inline constexpr std::size_t b_past_l2_bytes = std::size_t{2} << 20;
 static_assert(b_past_l2_bytes < b_from_memory_bytes);
 
