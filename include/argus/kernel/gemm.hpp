@@ -449,7 +449,6 @@ inline constexpr std::size_t b_in_place_page_bytes =
 /// A: one sliver always (it reads each panel once); up to direct_b_slivers when B's rows are
 /// not a multiple of 4 KiB apart; when they are, up to page_stride_direct_b_slivers for a B
 /// of b_in_place_page_bytes or more, one for a smaller one.
-
 template <class T>
 constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_t k,
                                 std::size_t n) noexcept {

@@ -382,7 +382,9 @@ static_assert(direct_b_row_vectors<float, direct_b_rows_most<float>> > gemm_tile
 /// and over (from L3) 0.88-1.22x (0.88 and 0.98 at m 7 and 8 against 2048 x 512). Below 2 MiB
 /// the rows kernels stay: against 512 x 512 (d_model 512's projections) the register tile took
 /// 0.93-1.05x in cache and the MHA forward's kernels at n 7 and 8 0.93-0.96x. 3-6 rows keep
-/// their kernels (the register tile 0.58-0.92x in cache, 0.67-1.02x from memory). 16-register
+/// their kernels (the register tile 0.58-0.92x in cache, 0.67-1.02x from memory); at 4 KiB-
+/// multiple strides 3-8 rows fetch a call ahead from 2 MiB instead (rows_fetch_a_call_ahead,
+/// b_call_ahead_page_bytes: 7-8 rows 1.24-1.31x faster than the register tile there). 16-register
 /// sets: direct_b_rows_most (AVX2's 4 rows against the register tile: 0.83-1.14x in cache,
 /// 1.25-1.59x from memory; they fetch a call ahead from 2 MiB instead: rows_fetch_a_call_ahead).
 template <class T>
