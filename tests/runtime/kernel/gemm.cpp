@@ -718,6 +718,11 @@ BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
       BOOST_TEST((d::few_rows_read_for<float>(m, 1000, large, 1000) == r::rows_far));
   }
   if constexpr (argus::kernel::simd_bytes == 64) BOOST_TEST(near < most);
+  // Rows 4 KiB apart, B of 2 MiB (512 x 1024): AVX2 and AVX-512 fetch a call ahead at the most
+  // rows (b_call_ahead_page_bytes), the portable set from 16 MiB.
+  BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 512, 1024) ==
+              (argus::kernel::simd_bytes >= 32 ? r::rows_far : r::rows_near)));
+  BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 511, 1024) == r::rows_near));
   BOOST_TEST(d::row_sweep_least_bytes ==
              (argus::kernel::simd_bytes == 64 ? d::b_from_memory_bytes : d::b_past_l2_bytes));
   for (const std::size_t m : {std::size_t{1}, d::row_sweep_most}) {
