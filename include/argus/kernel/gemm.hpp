@@ -419,21 +419,38 @@ constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::s
 }
 
 /// How one sliver of A of `rows` rows reads a row-major B (k x n, row stride ldb) in place:
-/// rows_near, gemm_micro_kernel_direct_b_rows fetching each row a few steps ahead into L1;
-/// rows_far, the same kernels fetching a call ahead (rows_fetch_a_call_ahead); register_tile,
+/// rows_near, gemm_micro_kernel_direct_b_rows fetching each row direct_b_ahead steps ahead into
+/// L1; rows_long, the same fetching about 6 KiB of each row's run ahead (direct_b_long_ahead:
+/// with AVX-512, against a B of b_past_l2_bytes or more, rows_long_ahead_set); rows_far, the
+/// same kernels fetching a call ahead (rows_fetch_a_call_ahead); register_tile,
 /// gemm_micro_kernel_direct_b (more than direct_b_rows_most rows, or more than
 /// direct_b_rows_near_most against a B of b_past_l2_bytes or more that the rows do not fetch a
 /// call ahead).
-enum class few_rows_read { rows_near, rows_far, register_tile };
+enum class few_rows_read { rows_near, rows_long, rows_far, register_tile };
+
+/// Whether this set's rows kernels fetch each row direct_b_long_ahead steps ahead against a B of
+/// b_past_l2_bytes or more that they do not fetch a call ahead, where B's rows are not a
+/// multiple of 2 KiB apart (such rows fall on two offsets of L1's sets, which the longer fetch
+/// overruns: 2048 x 512 from L3 0.66-0.88x): AVX-512, whose 3-6 rows read a B from memory with
+/// 8 steps' 256-512 bytes of each row in flight, too few to cover memory's latency. AMD EPYC
+/// Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh`, the same bits, B (k x n) 768 x 768,
+/// 1280 x 1280, 1600 x 1600: from memory (`ARGUS_AB_COPIES=48`) m 3 / 4 / 5-6 1.03-1.06 /
+/// 1.08-1.11 / 1.16-1.29x faster, from L3 0.92-1.04x; GPT-2 XL's layer at n 4 1.24 -> 1.09 ms
+/// (1 thread), 0.68 -> 0.58 ms (2). Not AVX2 (its kernels from 24 steps: 0.62-1.27x, mostly
+/// lower), nor below 2 MiB (AVX-512 m 3-4 against 512 x 512 in cache 0.69-0.87x), nor the
+/// register tile's slivers (m 12-24 0.87-1.06x, the MHA forward's kernels at n 4 and 8 0.64 and
+/// 0.84x).
+inline constexpr bool rows_long_ahead_set = simd_bytes == 64;
 
 template <class T>
 constexpr few_rows_read few_rows_read_for(std::size_t rows, std::size_t ldb, std::size_t k,
                                           std::size_t n) noexcept {
   if (rows > direct_b_rows_most<T>) return few_rows_read::register_tile;
   if (rows_fetch_a_call_ahead<T>(rows, ldb, k, n)) return few_rows_read::rows_far;
-  if (rows > direct_b_rows_near_most<T> && k * n * sizeof(T) >= b_past_l2_bytes)
-    return few_rows_read::register_tile;
-  return few_rows_read::rows_near;
+  if (k * n * sizeof(T) < b_past_l2_bytes) return few_rows_read::rows_near;
+  if (rows > direct_b_rows_near_most<T>) return few_rows_read::register_tile;
+  return rows_long_ahead_set && ldb * sizeof(T) % 2048 != 0 ? few_rows_read::rows_long
+                                                            : few_rows_read::rows_near;
 }
 
 /// The least size of B (k x n elements, in bytes) whose rows, a multiple of 4 KiB apart,
@@ -511,7 +528,8 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   using rows_pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
   const auto [rows_kernel, row_vectors] =
       slivers == 1 && rows_read != few_rows_read::register_tile
-          ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, rows_read == few_rows_read::rows_far)
+          ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, rows_read == few_rows_read::rows_far,
+                                                           rows_read == few_rows_read::rows_long)
           : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
   // panel_index counts the passes; with several slivers (the only use of it) each pass is one

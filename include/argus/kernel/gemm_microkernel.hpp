@@ -8,6 +8,7 @@
 
 #include "argus/kernel/simd.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <cstddef>
@@ -78,6 +79,15 @@ enum class sliver_layout { rows, steps, strided_steps };
 /// docs/performance.md, "One sliver reads W in place").
 inline constexpr std::size_t direct_b_ahead = 8;
 
+/// Steps of k ahead that gemm_micro_kernel_direct_b_rows<..., LongAhead> fetches each row of B
+/// into L1, for NV vectors of a row a step: about direct_b_long_ahead_bytes of each row's run
+/// (8 steps of AVX-512's 2-row kernel, 12 of 3 rows, 16 of 4, 24 of 5-6), from direct_b_ahead
+/// to 24 steps. gemm.hpp's few_rows_read_for says where (rows_long).
+inline constexpr std::size_t direct_b_long_ahead_bytes = 6144;
+template <class T, std::size_t NV>
+inline constexpr std::size_t direct_b_long_ahead =
+    std::clamp<std::size_t>(direct_b_long_ahead_bytes / (NV * simd_bytes), direct_b_ahead, 24);
+
 /// Panels ahead of the one being packed whose rows the packing micro-kernel
 /// (gemm_micro_kernel_direct_b_packing) fetches into L2 at each k step: a row-major B that
 /// is not in cache arrives about two panels' time after it is asked for. AMD EPYC Zen 5
@@ -129,10 +139,11 @@ template <int Locality>
 /// the same row of another panel of B, whose first row lies at the address `ahead`, is fetched
 /// into L2 (the first sliver of gemm's loop nest packs B so: gemm_micro_kernel_direct_b_packing).
 /// FetchNear false (DirectB with FetchNext only): no row is fetched into L1, the L2 fetch of
-/// the next vectors alone running ahead (gemm_micro_kernel_direct_b_rows from memory).
+/// the next vectors alone running ahead (gemm_micro_kernel_direct_b_rows from memory). Ahead:
+/// the steps ahead of the L1 fetch (direct_b_ahead; direct_b_long_ahead for LongAhead rows).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, std::size_t FetchNext = 0,
-          bool PacksB = false, bool FetchNear = true>
+          bool PacksB = false, bool FetchNear = true, std::size_t Ahead = direct_b_ahead>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
                                                       simd<T> (&acc)[Rows][NV], std::size_t ldb = 0,
@@ -161,8 +172,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       // step, cost 3-4 % at m 12.) The integer is a hint's address, never dereferenced:
       // nothing for the optimiser's alias analysis to lose.
       const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(b);
-      if constexpr (FetchNear)
-        fetch_lines<3>(at + direct_b_ahead * ldb * sizeof(T), nv * w * sizeof(T));
+      if constexpr (FetchNear) fetch_lines<3>(at + Ahead * ldb * sizeof(T), nv * w * sizeof(T));
       if constexpr (FetchNext > 0)
         fetch_lines<2>(at + nv * w * sizeof(T), FetchNext * nv * w * sizeof(T));
     }
@@ -406,9 +416,11 @@ static_assert(direct_b_row_vectors<float, 2> <= direct_b_row_vectors<float, 1> &
 /// FromMemory (a large B, gemm.hpp's rows_fetch_a_call_ahead): instead of fetching each row's
 /// vectors direct_b_ahead steps early into L1, the kernel fetches the same row's next vectors (the
 /// next call's, kc steps later) into L2, so that a B in memory is asked for a whole call
-/// ahead; docs/performance.md, "A few rows against a large W fetch the next run".
+/// ahead; docs/performance.md, "A few rows against a large W fetch the next run". LongAhead
+/// (and not FromMemory): each row fetched direct_b_long_ahead steps early into L1 instead of
+/// direct_b_ahead (gemm.hpp's few_rows_read::rows_long).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool FromMemory = false>
+          bool FromMemory = false, bool LongAhead = false>
 void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                      std::size_t ldb, T* const (&c)[direct_b_row_vectors<T, 1>],
                                      std::size_t ldc, T alpha, const T* __restrict bias,
@@ -422,8 +434,11 @@ void gemm_micro_kernel_direct_b_rows(std::size_t kc, const T* __restrict a, cons
       __builtin_prefetch(c[j] + i * ldc, 1);
     });
   });
-  micro_tile_product<T, Rows, Layout, true, nv, FromMemory ? 1 : 0, false, !FromMemory>(kc, a, b,
-                                                                                        acc, ldb);
+  static_assert(!(FromMemory && LongAhead),
+                "the kernels that fetch a call ahead fetch nothing into L1");
+  constexpr std::size_t ahead = LongAhead ? direct_b_long_ahead<T, nv> : direct_b_ahead;
+  micro_tile_product<T, Rows, Layout, true, nv, FromMemory ? 1 : 0, false, !FromMemory, ahead>(
+      kc, a, b, acc, ldb);
   store_tile<T>(acc, alpha, bias, load_c, vectors_at(c, ldc));
 }
 
@@ -505,12 +520,14 @@ inline constexpr bool row_sweep_set = simd_bytes >= 32;
 inline constexpr std::size_t direct_b_rows_from_memory_least =
     row_sweep_set ? row_sweep_most + 1 : 1;
 
-/// gemm_micro_kernel_direct_b_rows<T, rows, Layout, from_memory> for a run-time row count
-/// 1 <= rows <= direct_b_rows_most<T> (from_memory: for rows >= direct_b_rows_from_memory_least
-/// only), and the vectors of B's row it covers.
+/// gemm_micro_kernel_direct_b_rows<T, rows, Layout, from_memory, long_ahead> for a run-time row
+/// count 1 <= rows <= direct_b_rows_most<T> (from_memory: for rows >=
+/// direct_b_rows_from_memory_least only; long_ahead: kernels instantiated for rows up to
+/// direct_b_rows_near_most whose direct_b_long_ahead is more than direct_b_ahead, the others
+/// the near ones), and the vectors of B's row it covers.
 template <class T, sliver_layout Layout = sliver_layout::rows>
 std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel_direct_b_rows_for(
-    std::size_t rows, bool from_memory) noexcept {
+    std::size_t rows, bool from_memory, bool long_ahead = false) noexcept {
   using pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
   static constexpr auto table = table_by_rows<direct_b_rows_most<T>>([](auto r) {
     return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout>, direct_b_row_vectors<T, r()>};
@@ -522,8 +539,16 @@ std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel
       return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout, true>,
                   direct_b_row_vectors<T, r()>};
   });
+  static constexpr auto longer = table_by_rows<direct_b_rows_most<T>>([](auto r) {
+    constexpr std::size_t nv = direct_b_row_vectors<T, r()>;
+    if constexpr (r() > direct_b_rows_near_most<T> || direct_b_long_ahead<T, nv> == direct_b_ahead)
+      return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout>, nv};
+    else
+      return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout, false, true>, nv};
+  });
   assert(rows >= 1 && rows <= direct_b_rows_most<T>);
-  return from_memory && rows >= direct_b_rows_from_memory_least ? far[rows - 1] : table[rows - 1];
+  if (from_memory && rows >= direct_b_rows_from_memory_least) return far[rows - 1];
+  return long_ahead ? longer[rows - 1] : table[rows - 1];
 }
 
 /// gemm_micro_kernel<T, rows, Layout, FetchNext> for a run-time row count 1 <= rows <= mr.

@@ -591,7 +591,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
   for (auto& x : a) x = T(dist(rng));
   for (auto& x : b) x = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
-  std::size_t failures = 0, checked = 0, far = 0, swept = 0, tiled = 0;
+  std::size_t failures = 0, checked = 0, far = 0, swept = 0, tiled = 0, longer = 0;
   for (const std::size_t n : {large, mid})
     for (const std::size_t ldb : {n + 5, (n + page) / page * page})
       for (const std::size_t block : {n + 1, std::size_t{24}, std::size_t{64}})
@@ -601,6 +601,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
             far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n);
             swept += d::sweeps_b_rows<T>(m, k, n);
             tiled += d::few_rows_read_for<T>(m, ldb, k, n) == d::few_rows_read::register_tile;
+            longer += d::few_rows_read_for<T>(m, ldb, k, n) == d::few_rows_read::rows_long;
             const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
             const std::size_t blocks = (n + block - 1) / block;
             std::vector<T> c(blocks * stride, T(sentinel));
@@ -654,6 +655,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
   if constexpr (argus::kernel::simd_bytes >= 32) BOOST_TEST(swept > 0u);
   // AVX-512's 7-8 rows against the smaller B take the register tile.
   if constexpr (d::direct_b_rows_near_most<T> < most) BOOST_TEST(tiled > 0u);
+  // AVX-512's 3-6 rows against the smaller B fetch further ahead (rows_long).
+  if constexpr (d::rows_long_ahead_set) BOOST_TEST(longer > 0u);
   BOOST_TEST(failures == 0u);
 }
 
@@ -693,7 +696,9 @@ BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
 // How one sliver of a few rows reads a row-major B in place (few_rows_read_for): more rows than
 // direct_b_rows_most, the register tile; the kernels that fetch a call ahead where
 // rows_fetch_a_call_ahead says; else the kernels that fetch a few steps ahead, but for more than
-// direct_b_rows_near_most rows against a B of b_past_l2_bytes or more (the register tile). And
+// direct_b_rows_near_most rows against a B of b_past_l2_bytes or more (the register tile), and
+// for fewer, with AVX-512, the same fetching further ahead (rows_long) unless B's rows are a
+// multiple of 2 KiB apart. And
 // which B the row sweep takes: from row_sweep_least_bytes (b_past_l2_bytes, but
 // b_from_memory_bytes with AVX-512).
 BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
@@ -713,7 +718,11 @@ BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
     BOOST_TEST((d::few_rows_read_for<float>(m, 1000, past - 1, 1000) == r::rows_near));
     const bool far = d::rows_fetch_a_call_ahead<float>(m, 1000, past + 1, 1000);
     const r mid = d::few_rows_read_for<float>(m, 1000, past + 1, 1000);
-    BOOST_TEST((mid == (far ? r::rows_far : m > near ? r::register_tile : r::rows_near)));
+    const r kept = d::rows_long_ahead_set ? r::rows_long : r::rows_near;
+    BOOST_TEST((mid == (far ? r::rows_far : m > near ? r::register_tile : kept)));
+    // Rows 2 KiB apart fall on two offsets of L1's sets: never the long fetch there.
+    const r mid_2k = d::few_rows_read_for<float>(m, 512, 2 * past, 512);
+    BOOST_TEST((mid_2k != r::rows_long));
     if (m >= d::rows_from_memory_any_stride)
       BOOST_TEST((d::few_rows_read_for<float>(m, 1000, large, 1000) == r::rows_far));
   }
