@@ -88,6 +88,20 @@ template <class T, std::size_t NV>
 inline constexpr std::size_t direct_b_long_ahead =
     std::clamp<std::size_t>(direct_b_long_ahead_bytes / (NV * simd_bytes), direct_b_ahead, 24);
 
+/// Whether this set's rows kernels fetch each row direct_b_long_ahead steps ahead against a B of
+/// gemm.hpp's b_past_l2_bytes or more that they do not fetch a call ahead, where B's rows are not a
+/// multiple of 2 KiB apart (such rows fall on two offsets of L1's sets, which the longer fetch
+/// overruns: 2048 x 512 from L3 0.66-0.88x): AVX-512, whose 3-6 rows read a B from memory with
+/// 8 steps' 256-512 bytes of each row in flight, too few to cover memory's latency. AMD EPYC
+/// Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh`, the same bits, B (k x n) 768 x 768,
+/// 1280 x 1280, 1600 x 1600: from memory (`ARGUS_AB_COPIES=48`) m 3 / 4 / 5-6 1.03-1.06 /
+/// 1.08-1.11 / 1.16-1.29x faster, from L3 0.92-1.04x; GPT-2 XL's layer at n 4 1.24 -> 1.09 ms
+/// (1 thread), 0.68 -> 0.58 ms (2). Not AVX2 (its kernels from 24 steps: 0.62-1.27x, mostly
+/// lower), nor below 2 MiB (AVX-512 m 3-4 against 512 x 512 in cache 0.69-0.87x), nor the
+/// register tile's slivers (m 12-24 0.87-1.06x, the MHA forward's kernels at n 4 and 8 0.64 and
+/// 0.84x).
+inline constexpr bool rows_long_ahead_set = simd_bytes == 64;
+
 /// Panels ahead of the one being packed whose rows the packing micro-kernel
 /// (gemm_micro_kernel_direct_b_packing) fetches into L2 at each k step: a row-major B that
 /// is not in cache arrives about two panels' time after it is asked for. AMD EPYC Zen 5
@@ -541,7 +555,8 @@ std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel
   });
   static constexpr auto longer = table_by_rows<direct_b_rows_most<T>>([](auto r) {
     constexpr std::size_t nv = direct_b_row_vectors<T, r()>;
-    if constexpr (r() > direct_b_rows_near_most<T> || direct_b_long_ahead<T, nv> == direct_b_ahead)
+    if constexpr (!rows_long_ahead_set || r() > direct_b_rows_near_most<T> ||
+                  direct_b_long_ahead<T, nv> == direct_b_ahead)
       return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout>, nv};
     else
       return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout, false, true>, nv};
