@@ -350,10 +350,11 @@ inline constexpr std::size_t page_stride_direct_b_slivers = simd_bytes == 64   ?
 /// b_past_l2_bytes, where a model's weights come from memory too.
 inline constexpr std::size_t b_from_memory_bytes = std::size_t{16} << 20;
 
-/// Whether gemm takes a B of k x n elements to come from memory (b_from_memory_bytes or more).
+/// The size of a B of k x n elements, in bytes, that the rules below compare with
+/// b_from_memory_bytes and b_past_l2_bytes (k x n, not k x ldb: the elements B's product reads).
 template <class T>
-constexpr bool b_from_memory(std::size_t k, std::size_t n) noexcept {
-  return k * n * sizeof(T) >= b_from_memory_bytes;
+constexpr std::size_t b_bytes(std::size_t k, std::size_t n) noexcept {
+  return k * n * sizeof(T);
 }
 
 /// The least size of B (k x n elements, in bytes) that a core's L2 does not hold on the machines
@@ -414,26 +415,18 @@ template <class T>
 constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::size_t k,
                                        std::size_t n) noexcept {
   const bool page = rows_a_page_apart<T>(ldb);
-  return k * n * sizeof(T) >= (page ? b_call_ahead_page_bytes : b_call_ahead_bytes) &&
+  return b_bytes<T>(k, n) >= (page ? b_call_ahead_page_bytes : b_call_ahead_bytes) &&
          rows >= (page ? direct_b_rows_from_memory_least : rows_from_memory_any_stride);
 }
 
-/// How one sliver of A of `rows` rows reads a row-major B (k x n, row stride ldb) in place:
-/// rows_near, gemm_micro_kernel_direct_b_rows fetching each row direct_b_ahead steps ahead into
-/// L1; rows_long, the same fetching about 6 KiB of each row's run ahead (direct_b_long_ahead:
-/// with AVX-512, against a B of b_past_l2_bytes or more, rows_long_ahead_set); rows_far, the
-/// same kernels fetching a call ahead (rows_fetch_a_call_ahead); register_tile,
-/// gemm_micro_kernel_direct_b (more than direct_b_rows_most rows, or more than
-/// direct_b_rows_near_most against a B of b_past_l2_bytes or more that the rows do not fetch a
-/// call ahead).
-enum class few_rows_read { rows_near, rows_long, rows_far, register_tile };
-
+/// How one sliver of A of `rows` rows reads a row-major B (k x n, row stride ldb) in place
+/// (few_rows_read, gemm_microkernel.hpp).
 template <class T>
 constexpr few_rows_read few_rows_read_for(std::size_t rows, std::size_t ldb, std::size_t k,
                                           std::size_t n) noexcept {
   if (rows > direct_b_rows_most<T>) return few_rows_read::register_tile;
   if (rows_fetch_a_call_ahead<T>(rows, ldb, k, n)) return few_rows_read::rows_far;
-  if (k * n * sizeof(T) < b_past_l2_bytes) return few_rows_read::rows_near;
+  if (b_bytes<T>(k, n) < b_past_l2_bytes) return few_rows_read::rows_near;
   if (rows > direct_b_rows_near_most<T>) return few_rows_read::register_tile;
   return rows_long_ahead_set && ldb * sizeof(T) % 2048 != 0 ? few_rows_read::rows_long
                                                             : few_rows_read::rows_near;
@@ -457,7 +450,7 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_
                                 std::size_t n) noexcept {
   if (slivers == 1) return true;
   if (!rows_a_page_apart<T>(ldb)) return slivers <= direct_b_slivers;
-  return k * n * sizeof(T) >= b_in_place_page_bytes && slivers <= page_stride_direct_b_slivers;
+  return b_bytes<T>(k, n) >= b_in_place_page_bytes && slivers <= page_stride_direct_b_slivers;
 }
 
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
@@ -514,8 +507,7 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   using rows_pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
   const auto [rows_kernel, row_vectors] =
       slivers == 1 && rows_read != few_rows_read::register_tile
-          ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, rows_read == few_rows_read::rows_far,
-                                                           rows_read == few_rows_read::rows_long)
+          ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, rows_read)
           : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
   // panel_index counts the passes; with several slivers (the only use of it) each pass is one
@@ -614,7 +606,7 @@ inline constexpr std::size_t row_sweep_least_bytes =
 template <class T>
 constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n) noexcept {
   return row_sweep_set && m >= 1 && m <= row_sweep_most &&
-         k * n * sizeof(T) >= row_sweep_least_bytes;
+         b_bytes<T>(k, n) >= row_sweep_least_bytes;
 }
 
 /// C (M x n) = alpha A B + (bias, if bias) + (C, if accumulate) for M rows of A (element

@@ -534,14 +534,25 @@ inline constexpr bool row_sweep_set = simd_bytes >= 32;
 inline constexpr std::size_t direct_b_rows_from_memory_least =
     row_sweep_set ? row_sweep_most + 1 : 1;
 
-/// gemm_micro_kernel_direct_b_rows<T, rows, Layout, from_memory, long_ahead> for a run-time row
-/// count 1 <= rows <= direct_b_rows_most<T> (from_memory: for rows >=
-/// direct_b_rows_from_memory_least only; long_ahead: kernels instantiated for rows up to
-/// direct_b_rows_near_most whose direct_b_long_ahead is more than direct_b_ahead, the others
-/// the near ones), and the vectors of B's row it covers.
+/// How one sliver of A of a few rows reads a row-major B in place (gemm.hpp's few_rows_read_for
+/// says which, from the rows, B's size and its row stride):
+/// rows_near, gemm_micro_kernel_direct_b_rows fetching each row direct_b_ahead steps ahead into
+/// L1; rows_long, the same fetching about 6 KiB of each row's run ahead (direct_b_long_ahead:
+/// with AVX-512, against a B of b_past_l2_bytes or more, rows_long_ahead_set); rows_far, the
+/// same kernels fetching a call ahead (rows_fetch_a_call_ahead); register_tile,
+/// gemm_micro_kernel_direct_b (more than direct_b_rows_most rows, or more than
+/// direct_b_rows_near_most against a B of b_past_l2_bytes or more that the rows do not fetch a
+/// call ahead).
+enum class few_rows_read { rows_near, rows_long, rows_far, register_tile };
+
+/// The gemm_micro_kernel_direct_b_rows that reads B as `read` says (not register_tile) for a
+/// run-time row count 1 <= rows <= direct_b_rows_most<T> (rows_far: FromMemory, for rows >=
+/// direct_b_rows_from_memory_least; rows_long: LongAhead, instantiated for rows up to
+/// direct_b_rows_near_most whose direct_b_long_ahead is more than direct_b_ahead, the near
+/// kernel for the others), and the vectors of B's row it covers.
 template <class T, sliver_layout Layout = sliver_layout::rows>
 std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel_direct_b_rows_for(
-    std::size_t rows, bool from_memory, bool long_ahead = false) noexcept {
+    std::size_t rows, few_rows_read read) noexcept {
   using pick = std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t>;
   static constexpr auto table = table_by_rows<direct_b_rows_most<T>>([](auto r) {
     return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout>, direct_b_row_vectors<T, r()>};
@@ -561,9 +572,16 @@ std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel
     else
       return pick{&gemm_micro_kernel_direct_b_rows<T, r(), Layout, false, true>, nv};
   });
-  assert(rows >= 1 && rows <= direct_b_rows_most<T>);
-  if (from_memory && rows >= direct_b_rows_from_memory_least) return far[rows - 1];
-  return long_ahead ? longer[rows - 1] : table[rows - 1];
+  assert(rows >= 1 && rows <= direct_b_rows_most<T> && read != few_rows_read::register_tile);
+  assert(read != few_rows_read::rows_far || rows >= direct_b_rows_from_memory_least);
+  switch (read) {
+    case few_rows_read::rows_far:
+      return far[rows - 1];
+    case few_rows_read::rows_long:
+      return longer[rows - 1];
+    default:
+      return table[rows - 1];
+  }
 }
 
 /// gemm_micro_kernel<T, rows, Layout, FetchNext> for a run-time row count 1 <= rows <= mr.
