@@ -29,7 +29,8 @@
 // slivers, each panel is read by all of them before the next (the first from wherever B lies,
 // the others from cache); the register tile's kernels fetch each row's next panel into L2 as
 // they read the row (gemm_micro_kernel_direct_b; with AVX2's one-line panels the first sliver
-// two panels at every other one, direct_b_fetch_group; on prepacked panels the first sliver's
+// two panels at every other one, direct_b_fetch_group; against a B past L2 the slivers after the
+// first fetch nothing into L1, direct_b_fetches_near; on prepacked panels the first sliver's
 // gemm_micro_kernel<..., FetchNext>); one sliver of a few
 // rows covers several panels per sweep of B's rows (gemm_micro_kernel_direct_b_rows; one row
 // with 256 bytes of a row per k step, against one panel at a time, 1.13x faster with AVX-512,
@@ -453,6 +454,34 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_
   return b_bytes<T>(k, n) >= b_in_place_page_bytes && slivers <= page_stride_direct_b_slivers;
 }
 
+/// The sets whose register-tile kernels reading B in place may fetch nothing into L1
+/// (direct_b_fetches_near): AVX2 and AVX-512.
+inline constexpr bool direct_b_far_set = simd_bytes >= 32;
+
+/// Whether sliver `sliver` of `slivers` of a product reading a row-major B (k x n) in place with
+/// the register tile (gemm_micro_kernel_direct_b) fetches each row of B into L1 a few steps ahead
+/// as well as the next panel's rows into L2. Against a B under b_past_l2_bytes every sliver does;
+/// against a larger one (from memory in a model), with AVX2 and AVX-512 (direct_b_far_set), the
+/// slivers after the first of several fetch only into L2: they find the panel in L2 where the
+/// first left it, and their L1 fetch only takes load slots from a k step of few cycles (AVX2's
+/// 4-row tile: 8 multiply-adds, 2 loads of B, 4 broadcasts, 4 fetches). With AVX2 one sliver
+/// alone (m 5-6) fetches only into L2 too. The first of several keeps its L1 fetch, as does one
+/// sliver with AVX-512 (m 9-12 0.96-1.04x without it) and every sliver of the portable set (its
+/// later slivers 0.97-0.99x without it, one sliver 0.78-0.97x). AMD EPYC Zen 5 (family 26 model
+/// 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3]`, old ÷ new, the same bits, B (k x n)
+/// 768 x 768 to 2560 x 2560 and 6400 x 1600 from memory (`ARGUS_AB_COPIES=48`): AVX2 m 5-6
+/// 1.02-1.07x faster, m 7-8 against rows 6400 bytes apart (n 1600, GPT-2 XL's) 1.16-1.28x,
+/// elsewhere m 7-24 0.98-1.03x; AVX-512 m 13-16 1.00-1.08x, m 24-48 0.98-1.04x. From L3 (one B
+/// over and over) 0.97-1.04x, but AVX2's m 6 against 768 x 768 (2.25 MiB, partly in L2 in such a
+/// loop) 0.92x. GPT-2 XL's layer at n 8, AVX2: 2.18-2.25 -> 1.67-1.89 ms on 1 thread,
+/// 1.05-1.11 -> 1.00-1.02 ms on 2 (docs/performance.md, "Later slivers fetch only into L2").
+template <class T>
+constexpr bool direct_b_fetches_near(std::size_t sliver, std::size_t slivers, std::size_t k,
+                                     std::size_t n) noexcept {
+  if (!direct_b_far_set || b_bytes<T>(k, n) < b_past_l2_bytes) return true;
+  return sliver == 0 && (slivers > 1 || simd_bytes == 64);
+}
+
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
 /// C = alpha A B for at most direct_b_slivers slivers of A, with a row-major B read where it
 /// lies: a is A's k block (element (i, p) at a[i * lda + p], or a[p * lda + i] for Layout
@@ -465,13 +494,15 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_
 /// straddling two blocks, packs its panel (after the slivers) and goes through
 /// gemm_gathered_tile. For one sliver of at most direct_b_rows_most rows, several panels at once
 /// where rows_read (few_rows_read_for) says (gemm_micro_kernel_direct_b_rows; rows_far: those
-/// kernels fetching a whole call ahead).
+/// kernels fetching a whole call ahead). near: direct_b_fetches_near for the first sliver and
+/// for those after it ([0], [1]).
 /// Each element of C gets the packed product's operations in the same order: the same bits.
 template <class T, sliver_layout Layout>
 void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a, std::size_t lda,
                          const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t jc,
                          std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
-                         bool load_c, few_rows_read rows_read, gemm_buffers<T>& buffers) noexcept {
+                         bool load_c, few_rows_read rows_read, std::array<bool, 2> near,
+                         gemm_buffers<T>& buffers) noexcept {
   using tile = gemm_tile<T>;
   static_assert((direct_b_slivers * tile::mr + tile::nr) * tile::kc <= gemm_buffers<T>::b_size,
                 "the slivers and one panel must fit the B buffer");
@@ -487,8 +518,17 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     else
       pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
   }
-  const auto short_direct = gemm_micro_kernel_direct_b_for<T, Layout>(cut.short_rows);
-  const auto tall_direct = gemm_micro_kernel_direct_b_for<T, Layout>(cut.tall_rows);
+  const auto direct_for = [](std::size_t rows, bool fetch_near) {
+    if constexpr (direct_b_far_set)  // no such kernel instantiated where none is taken
+      if (!fetch_near) return gemm_micro_kernel_direct_b_for<T, Layout, 1, false>(rows);
+    assert(fetch_near);
+    return gemm_micro_kernel_direct_b_for<T, Layout>(rows);
+  };
+  // The first sliver's kernel (cut.rows(0): the tall height if any), and those of the others.
+  assert(slivers == 1 || near[0]);  // first_direct's kernels below fetch near
+  const auto first = direct_for(cut.rows(0), near[0]);
+  const auto short_direct = direct_for(cut.short_rows, near[1]);
+  const auto tall_direct = direct_for(cut.tall_rows, near[1]);
   // The first of several slivers, which reads B's rows from wherever B lies, fetches the
   // next direct_b_fetch_group panels' rows at every direct_b_fetch_group-th panel and none at
   // the others; [0]: the kernel that fetches none, [1]: the group's.
@@ -532,10 +572,9 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
       if (whole) {
         T* sliver_vectors[tile::nv];
         for (std::size_t j = 0; j < tile::nv; ++j) sliver_vectors[j] = vectors[j] + ir * ldc;
-        const auto direct = group > 1 && s == 0 && slivers > 1
-                                ? first_direct[panel_index % group == 0]
-                            : s < cut.tall ? tall_direct
-                                           : short_direct;
+        const auto direct = s > 0                      ? (s < cut.tall ? tall_direct : short_direct)
+                            : group > 1 && slivers > 1 ? first_direct[panel_index % group == 0]
+                                                       : first;
         direct(kc, sliver, b + jr, ldb, sliver_vectors, ldc, alpha, tile_bias, load_c);
       } else
         gemm_gathered_tile<T>(gemm_micro_kernel_for<T, Layout>(cut.rows(s)), cut.rows(s), cols, kc,
@@ -768,10 +807,12 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const T* block_bias = first && bias ? bias + jc : nullptr;
 
       if (in_place) {
-        gemm_direct_b_block<T, a_layout>(m, kc, nc, a + (TransposedA ? pc * lda : pc), lda,
-                                         b + pc * ldb + jc, ldb, c, ldc, jc, c_block,
-                                         c_block_stride, alpha, block_bias, load_c,
-                                         few_rows_read_for<T>(m, ldb, k, n), buffers);
+        gemm_direct_b_block<T, a_layout>(
+            m, kc, nc, a + (TransposedA ? pc * lda : pc), lda, b + pc * ldb + jc, ldb, c, ldc, jc,
+            c_block, c_block_stride, alpha, block_bias, load_c, few_rows_read_for<T>(m, ldb, k, n),
+            {direct_b_fetches_near<T>(0, slivers, k, n),
+             direct_b_fetches_near<T>(1, slivers, k, n)},
+            buffers);
         continue;
       }
 

@@ -248,7 +248,8 @@ template <class T, std::size_t Rows, std::size_t NV, class At>
 /// with PacksB also packed into `pack` on the way, fetching rows from `ahead`
 /// (micro_tile_product).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          bool DirectB = false, std::size_t FetchNext = 0, bool PacksB = false, class At>
+          bool DirectB = false, std::size_t FetchNext = 0, bool PacksB = false,
+          bool FetchNear = true, class At>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           At at, T alpha, const T* __restrict bias,
@@ -266,8 +267,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(at(i, 0), 1);
 
-  micro_tile_product<T, Rows, Layout, DirectB, nv, FetchNext, PacksB>(kc, a, b, acc, ldb, pack,
-                                                                      ahead);
+  micro_tile_product<T, Rows, Layout, DirectB, nv, FetchNext, PacksB, FetchNear>(kc, a, b, acc, ldb,
+                                                                                 pack, ahead);
   store_tile<T>(acc, alpha, bias, load_c, at);
 }
 
@@ -330,14 +331,16 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
 /// theirs: 0.66-0.93x with W in L2 or L3 (m 3-8 against 1600 x 1600, 3-4 against 768 x 768).
 /// FetchPanels: the panels after this one whose rows are fetched so (1; 0 or
 /// direct_b_fetch_group for the first of several slivers where that group is more than one
-/// panel: gemm_direct_b_block).
+/// panel: gemm_direct_b_block). FetchNear false (with FetchPanels 1): no row fetched into L1,
+/// only the next panel's into L2, for the slivers that find B's rows in L2 against a B that
+/// comes from memory (gemm.hpp's direct_b_fetches_near).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          std::size_t FetchPanels = 1>
+          std::size_t FetchPanels = 1, bool FetchNear = true>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, tile_vectors<T> c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, FetchPanels>(kc, a, b, ldb, vectors_at(c, ldc),
-                                                             alpha, bias, load_c);
+  gemm_micro_kernel_body<T, Rows, Layout, true, FetchPanels, false, FetchNear>(
+      kc, a, b, ldb, vectors_at(c, ldc), alpha, bias, load_c);
 }
 
 /// Panels of a row-major B read in place whose rows the first of several slivers fetches
@@ -478,13 +481,14 @@ constexpr auto table_by_rows(Make make) noexcept {
   (std::make_index_sequence<Rows>{});
 }
 
-/// gemm_micro_kernel_direct_b<T, rows, Layout, FetchPanels> for a run-time row count
-/// 1 <= rows <= mr.
-template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t FetchPanels = 1>
+/// gemm_micro_kernel_direct_b<T, rows, Layout, FetchPanels, FetchNear> for a run-time row
+/// count 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t FetchPanels = 1,
+          bool FetchNear = true>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
   static constexpr auto table =
       table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchPanels>;
+        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchPanels, FetchNear>;
       });
   return table[rows - 1];
 }

@@ -660,6 +660,94 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
   BOOST_TEST(failures == 0u);
 }
 
+// Slivers of the register tile reading a B of b_past_l2_bytes or more in place, some of which
+// fetch no row of B into L1, only the next panel's into L2 (detail::direct_b_fetches_near: with
+// AVX2 and AVX-512 the slivers after the first of several, with AVX2 one sliver alone too): the
+// same operations in the same order, so C must be, to the bit, the same product computed in
+// column slices of B under b_past_l2_bytes, where every sliver fetches into L1. One sliver of
+// the register tile (mr rows), two, three and direct_b_slivers slivers; B's rows wider than n or
+// a multiple of 4 KiB apart, two k blocks, one block of columns or blocks of 24 (vectors across
+// two), bias and accumulate; nothing outside C written.
+BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element_types) {
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t mr = d::gemm_tile<T>::mr, kc = d::gemm_tile<T>::kc;
+  constexpr std::size_t tall = d::direct_b_slivers * mr, slice = 400, page = 4096 / sizeof(T);
+  const std::size_t k = kc + 7, lda = k + 2;  // two k blocks
+  const std::size_t n = (d::b_past_l2_bytes / (k * sizeof(T)) + 64) / 64 * 64 + 5;
+  BOOST_TEST(k * n * sizeof(T) >= d::b_past_l2_bytes);
+  BOOST_TEST(k * n * sizeof(T) < d::b_from_memory_bytes);
+  BOOST_TEST(k * slice * sizeof(T) < d::b_past_l2_bytes);
+  std::mt19937 rng(29);
+  const uniform_pm1 dist;
+  std::vector<T> a(tall * lda), b(k * (n + page)), bias(n);
+  for (auto& x : a) x = T(dist(rng));
+  for (auto& x : b) x = T(dist(rng));
+  for (auto& x : bias) x = T(dist(rng));
+  std::size_t failures = 0, checked = 0, far = 0;
+  for (const std::size_t ldb : {n + 5, (n + page) / page * page})
+    for (const std::size_t block : {n + 1, std::size_t{24}})
+      for (const std::size_t m : {mr, mr + 1, 2 * mr + 1, tall})
+        for (const bool accumulate : {false, true}) {
+          const std::size_t slivers = (m + mr - 1) / mr;
+          far += d::reads_b_in_place<T>(slivers, ldb, k, n) &&
+                 !d::direct_b_fetches_near<T>(slivers == 1 ? 0 : 1, slivers, k, n);
+          const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
+          const std::size_t blocks = (n + block - 1) / block;
+          std::vector<T> c(blocks * stride, T(sentinel));
+          for (std::size_t q = 0; q < blocks; ++q)
+            for (std::size_t i = 0; i < m; ++i)
+              for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
+                c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j % 7 + 2) : T(sentinel);
+          std::vector<T> sliced = c;
+          argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
+                                          ldc, block, stride, bias.data(), accumulate);
+          const std::size_t step = block > n ? slice : slice / block * block;
+          for (std::size_t j = 0; j < n; j += step) {
+            const std::size_t cols = std::min(step, n - j);
+            T* const at = sliced.data() + (block > n ? j : j / block * stride);
+            argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
+                                            at, ldc, block > n ? cols + 1 : block, stride,
+                                            bias.data() + j, accumulate);
+          }
+          ++checked;
+          if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
+            BOOST_ERROR("m " << m << " ldb " << ldb << " block " << block << " accumulate "
+                             << accumulate << ": differs from the product in column slices");
+          for (std::size_t q = 0; q < blocks; ++q)  // each block's padding and gap
+            for (std::size_t at = q * stride; at < (q + 1) * stride; ++at) {
+              const std::size_t i = (at - q * stride) / ldc, j = (at - q * stride) % ldc;
+              const bool in_c = i < m && j < std::min(block, n - q * block);
+              if (!in_c && c[at] != T(sentinel) && ++failures <= 5)
+                BOOST_ERROR("m " << m << " block " << block << ": element " << at
+                                 << " outside C written");
+            }
+        }
+  BOOST_TEST(checked == 2u * 2 * 4 * 2);
+  if constexpr (d::direct_b_far_set) BOOST_TEST(far > 0u);  // some slivers fetch into L2 only
+  BOOST_TEST(failures == 0u);
+}
+
+// Which slivers of the register tile reading B in place fetch its rows into L1 as well as the
+// next panel's into L2: all of them against a B under b_past_l2_bytes, and with the portable set;
+// against a larger B, with AVX2 and AVX-512, the first of several only, and one alone with
+// AVX-512 only.
+BOOST_AUTO_TEST_CASE(which_slivers_fetch_near) {
+  namespace d = argus::kernel::detail;
+  // The fewest rows of a B 1000 wide that make b_past_l2_bytes, of floats and of doubles.
+  constexpr std::size_t past = (d::b_past_l2_bytes / sizeof(float) + 999) / 1000;
+  constexpr std::size_t past_d = (d::b_past_l2_bytes / sizeof(double) + 999) / 1000;
+  constexpr int simd = argus::kernel::simd_bytes;
+  for (const std::size_t slivers : {std::size_t{1}, std::size_t{2}, d::direct_b_slivers})
+    for (std::size_t s = 0; s < slivers; ++s) {
+      BOOST_TEST(d::direct_b_fetches_near<float>(s, slivers, past - 1, 1000));
+      BOOST_TEST(d::direct_b_fetches_near<double>(s, slivers, past_d - 1, 1000));
+      const bool near = simd < 32 || (s == 0 && (slivers > 1 || simd == 64));
+      BOOST_TEST(d::direct_b_fetches_near<float>(s, slivers, past, 1000) == near);
+      BOOST_TEST(d::direct_b_fetches_near<double>(s, slivers, past_d, 1000) == near);
+    }
+  BOOST_TEST(d::direct_b_far_set == (simd >= 32));
+}
+
 // Which slivers of a few rows fetch a whole call ahead: none against a B smaller than
 // b_call_ahead_bytes (b_past_l2_bytes with AVX2, b_from_memory_bytes elsewhere), or than
 // b_call_ahead_page_bytes where B's rows are a multiple of 4 KiB apart (b_past_l2_bytes with
