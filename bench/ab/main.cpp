@@ -38,7 +38,9 @@
 // bytes past a line). ARGUS_AB_COPIES=N (gemm and split): N copies of B, each call reading the
 // next, so that a B that a loop over one copy would keep partly in L3 comes from memory, as a
 // model's weights do when its layers run one after another (2 or 3 for a 64 MiB B with a 32 MiB
-// L3); the outputs are the same either way.
+// L3); the outputs are the same either way. ARGUS_AB_LDB=N (gemm and packed): B's rows N elements
+// apart (N from n to n + 65536; n if unset), so that a width whose rows would lie a multiple of
+// 4 KiB apart (n 1024, 4096) can be measured with the rows a line further apart (n + 16).
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/parallel.hpp"
 
@@ -66,14 +68,14 @@ extern "C" void argus_ab_backward_a(std::size_t, std::size_t, std::size_t, bool,
 extern "C" void argus_ab_backward_b(std::size_t, std::size_t, std::size_t, bool, const float*,
                                     const float*, const float*, const float*, const float*,
                                     const float*, float*);
-extern "C" void argus_ab_gemm_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
-                                float*);
-extern "C" void argus_ab_gemm_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
-                                float*);
-extern "C" void argus_ab_packed_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
-                                  float*);
-extern "C" void argus_ab_packed_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
-                                  float*);
+extern "C" void argus_ab_gemm_a(std::size_t, std::size_t, std::size_t, std::size_t, const float*,
+                                const float*, float*);
+extern "C" void argus_ab_gemm_b(std::size_t, std::size_t, std::size_t, std::size_t, const float*,
+                                const float*, float*);
+extern "C" void argus_ab_packed_a(std::size_t, std::size_t, std::size_t, std::size_t, const float*,
+                                  const float*, float*);
+extern "C" void argus_ab_packed_b(std::size_t, std::size_t, std::size_t, std::size_t, const float*,
+                                  const float*, float*);
 extern "C" void argus_ab_split_a(std::size_t, std::size_t, std::size_t, const float*, const float*,
                                  float*);
 extern "C" void argus_ab_split_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
@@ -108,6 +110,18 @@ std::size_t b_copies() {
     std::exit(2);
   }
   return std::size_t(c);
+}
+
+/// The row stride of the gemm and packed workloads' B (ARGUS_AB_LDB, n if unset), in elements.
+std::size_t b_row_stride(std::size_t n) {
+  const char* s = std::getenv("ARGUS_AB_LDB");
+  if (s == nullptr) return n;
+  const long l = std::strtol(s, nullptr, 10);
+  if (l < long(n) || l > long(n) + 65536) {
+    std::fprintf(stderr, "ARGUS_AB_LDB=%s: a row stride from n (%zu) to n + 65536\n", s, n);
+    std::exit(2);
+  }
+  return std::size_t(l);
 }
 
 /// The operands' storage, laid out as argus/tensor/aligned_buffer.hpp lays a tensor's out
@@ -200,8 +214,9 @@ int main(int argc, char** argv) {
     const std::size_t t = b_turn++ % (b_rest.size() + 1);
     return t == 0 ? y.data() : b_rest[t - 1].data();
   };
+  const std::size_t ldb = gemm && !split ? b_row_stride(cols) : cols;
   if (gemm) {
-    x.resize(n * depth), y.resize(depth * cols), out_a.resize(n * cols);
+    x.resize(n * depth), y.resize(depth * ldb), out_a.resize(n * cols);
     for (float& e : x) e = u(rng);
     for (float& e : y) e = u(rng);
     if (!packed) b_rest.assign(b_copies() - 1, y);
@@ -209,11 +224,11 @@ int main(int argc, char** argv) {
       run_a = [&](float* c) { argus_ab_split_a(n, width, d_k, x.data(), next_b(), c); };
       run_b = [&](float* c) { argus_ab_split_b(n, width, d_k, x.data(), next_b(), c); };
     } else if (packed) {
-      run_a = [&](float* c) { argus_ab_packed_a(n, cols, depth, x.data(), y.data(), c); };
-      run_b = [&](float* c) { argus_ab_packed_b(n, cols, depth, x.data(), y.data(), c); };
+      run_a = [&](float* c) { argus_ab_packed_a(n, cols, depth, ldb, x.data(), y.data(), c); };
+      run_b = [&](float* c) { argus_ab_packed_b(n, cols, depth, ldb, x.data(), y.data(), c); };
     } else {
-      run_a = [&](float* c) { argus_ab_gemm_a(n, cols, depth, x.data(), next_b(), c); };
-      run_b = [&](float* c) { argus_ab_gemm_b(n, cols, depth, x.data(), next_b(), c); };
+      run_a = [&](float* c) { argus_ab_gemm_a(n, cols, depth, ldb, x.data(), next_b(), c); };
+      run_b = [&](float* c) { argus_ab_gemm_b(n, cols, depth, ldb, x.data(), next_b(), c); };
     }
     flops = 2.0 * double(n) * depth * cols;
   } else if (backward) {
@@ -313,6 +328,7 @@ int main(int argc, char** argv) {
                 : mha    ? "mha forward (kernels)"
                          : "flash_attention",
                 mha ? "d_model 512 h 8 d 64" : "h 8 d");
+  if (ldb != cols) std::printf(", B's rows %zu apart", ldb);
   if (!b_rest.empty()) std::printf(", B in %zu copies taken in turn", b_rest.size() + 1);
   if (!gemm && !mha) std::printf(" %zu", d);
   std::printf(" %s %zu%s, %d thread(s), %d rounds of %d call(s)\n", gemm ? "m" : "n", n,

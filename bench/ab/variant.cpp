@@ -68,9 +68,10 @@ extern "C" void ARGUS_AB_CAT(argus_ab_backward_,
 }
 
 extern "C" void ARGUS_AB_CAT(argus_ab_gemm_, ARGUS_AB_SIDE)(std::size_t m, std::size_t n,
-                                                            std::size_t k, const float* a,
-                                                            const float* b, float* c) {
-  argus::kernel::gemm_nn<float>(m, n, k, 1.0f, a, k, b, n, c, n);
+                                                            std::size_t k, std::size_t ldb,
+                                                            const float* a, const float* b,
+                                                            float* c) {
+  argus::kernel::gemm_nn<float>(m, n, k, 1.0f, a, k, b, ldb, c, n);
 }
 
 /// gemm_nn's product on B packed once, as argus::prepack packs a weight (pack_gemm_b, read by
@@ -78,8 +79,9 @@ extern "C" void ARGUS_AB_CAT(argus_ab_gemm_, ARGUS_AB_SIDE)(std::size_t m, std::
 /// cache line (2 MiB and more: on huge pages where Linux allows, as argus's buffers) kept until
 /// another B comes.
 extern "C" void ARGUS_AB_CAT(argus_ab_packed_, ARGUS_AB_SIDE)(std::size_t m, std::size_t n,
-                                                              std::size_t k, const float* a,
-                                                              const float* b, float* c) {
+                                                              std::size_t k, std::size_t ldb,
+                                                              const float* a, const float* b,
+                                                              float* c) {
   struct aligned_delete {
     std::size_t alignment;
     void operator()(float* p) const noexcept { ::operator delete (p, std::align_val_t{alignment}); }
@@ -93,10 +95,10 @@ extern "C" void ARGUS_AB_CAT(argus_ab_packed_, ARGUS_AB_SIDE)(std::size_t m, std
         static_cast<float*>(::operator new (bytes, std::align_val_t{alignment})),
         aligned_delete{alignment});
     if (alignment > 64) madvise(panels.get(), bytes / alignment * alignment, MADV_HUGEPAGE);
-    argus::kernel::pack_gemm_b<float>(k, n, b, n, panels.get());
+    argus::kernel::pack_gemm_b<float>(k, n, b, ldb, panels.get());
     packed_from = b;
   }
-  argus::kernel::gemm_nn_split_prepacked<float>(m, n, k, 1.0f, a, k, b, n, panels.get(),
+  argus::kernel::gemm_nn_split_prepacked<float>(m, n, k, 1.0f, a, k, b, ldb, panels.get(),
                                                 argus::kernel::gemm_panel_width<float>(), n, 0, c,
                                                 n, n, 0, nullptr, false);
 }
