@@ -482,6 +482,24 @@ constexpr bool direct_b_fetches_near(std::size_t sliver, std::size_t slivers, st
   return sliver == 0 && (slivers > 1 || simd_bytes == 64);
 }
 
+/// Whether the kernels that read a row-major B (k x n, row stride ldb) from memory spread their
+/// fetch of the next panels over several (direct_b_fetch_skew for the register tile's kernels
+/// that fetch only into L2, packing_fetch_skew for the packing kernel): where B is
+/// b_past_l2_bytes or more and its rows are a multiple of 512 bytes apart, with AVX2
+/// (gemm_microkernel.hpp, direct_b_fetch_skew).
+template <class T>
+constexpr bool skews_b_fetch(std::size_t ldb, std::size_t k, std::size_t n) noexcept {
+  return direct_b_fetch_skew > 1 && ldb * sizeof(T) % 512 == 0 &&
+         b_bytes<T>(k, n) >= b_past_l2_bytes;
+}
+
+/// How gemm_direct_b_block's register-tile kernels fetch B: the first sliver and those after it
+/// into L1 as well as L2 or into L2 only (direct_b_fetches_near), and those fetching only into
+/// L2 spread over several panels or not (skews_b_fetch).
+struct direct_b_fetching {
+  bool first_near, later_near, skewed;
+};
+
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
 /// C = alpha A B for at most direct_b_slivers slivers of A, with a row-major B read where it
 /// lies: a is A's k block (element (i, p) at a[i * lda + p], or a[p * lda + i] for Layout
@@ -494,14 +512,13 @@ constexpr bool direct_b_fetches_near(std::size_t sliver, std::size_t slivers, st
 /// straddling two blocks, packs its panel (after the slivers) and goes through
 /// gemm_gathered_tile. For one sliver of at most direct_b_rows_most rows, several panels at once
 /// where rows_read (few_rows_read_for) says (gemm_micro_kernel_direct_b_rows; rows_far: those
-/// kernels fetching a whole call ahead). near: direct_b_fetches_near for the first sliver and
-/// for those after it ([0], [1]).
+/// kernels fetching a whole call ahead). fetching: how the register tile's kernels fetch B.
 /// Each element of C gets the packed product's operations in the same order: the same bits.
 template <class T, sliver_layout Layout>
 void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a, std::size_t lda,
                          const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t jc,
                          std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
-                         bool load_c, few_rows_read rows_read, std::array<bool, 2> near,
+                         bool load_c, few_rows_read rows_read, direct_b_fetching fetching,
                          gemm_buffers<T>& buffers) noexcept {
   using tile = gemm_tile<T>;
   static_assert((direct_b_slivers * tile::mr + tile::nr) * tile::kc <= gemm_buffers<T>::b_size,
@@ -518,17 +535,22 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     else
       pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
   }
-  const auto direct_for = [](std::size_t rows, bool fetch_near) {
-    if constexpr (direct_b_far_set)  // no such kernel instantiated where none is taken
+  const auto direct_for = [skewed = fetching.skewed](std::size_t rows, bool fetch_near) {
+    if constexpr (direct_b_far_set) {  // no such kernel instantiated where none is taken
+      constexpr std::size_t skew = direct_b_fetch_skew;
+      if constexpr (skew > 1)
+        if (!fetch_near && skewed)
+          return gemm_micro_kernel_direct_b_for<T, Layout, 1, false, skew>(rows);
       if (!fetch_near) return gemm_micro_kernel_direct_b_for<T, Layout, 1, false>(rows);
+    }
     assert(fetch_near);
     return gemm_micro_kernel_direct_b_for<T, Layout>(rows);
   };
   // The first sliver's kernel (cut.rows(0): the tall height if any), and those of the others.
-  assert(slivers == 1 || near[0]);  // first_direct's kernels below fetch near
-  const auto first = direct_for(cut.rows(0), near[0]);
-  const auto short_direct = direct_for(cut.short_rows, near[1]);
-  const auto tall_direct = direct_for(cut.tall_rows, near[1]);
+  assert(slivers == 1 || fetching.first_near);  // first_direct's kernels below fetch near
+  const auto first = direct_for(cut.rows(0), fetching.first_near);
+  const auto short_direct = direct_for(cut.short_rows, fetching.later_near);
+  const auto tall_direct = direct_for(cut.tall_rows, fetching.later_near);
   // The first of several slivers, which reads B's rows from wherever B lies, fetches the
   // next direct_b_fetch_group panels' rows at every direct_b_fetch_group-th panel and none at
   // the others; [0]: the kernel that fetches none, [1]: the group's.
@@ -792,9 +814,13 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
                                 : (cut.tall > 0 ? tall_kernel : short_kernel);
   // The first sliver of several packs a row-major B that is not prepacked (the loop nest
   // below); with one sliver, such a B is read in place.
-  const auto packing_kernel = !TransposedB && panels == nullptr && !in_place
-                                  ? gemm_micro_kernel_packing_for<T, a_layout>(cut.rows(0))
-                                  : nullptr;
+  const auto packing_kernel = [&]() -> gemm_micro_kernel_packing_ptr<T> {
+    if (TransposedB || panels != nullptr || in_place) return nullptr;
+    if constexpr (packing_fetch_skew > 1)
+      if (skews_b_fetch<T>(ldb, k, n))
+        return gemm_micro_kernel_packing_for<T, a_layout, packing_fetch_skew>(cut.rows(0));
+    return gemm_micro_kernel_packing_for<T, a_layout>(cut.rows(0));
+  }();
 
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);
@@ -810,8 +836,9 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         gemm_direct_b_block<T, a_layout>(
             m, kc, nc, a + (TransposedA ? pc * lda : pc), lda, b + pc * ldb + jc, ldb, c, ldc, jc,
             c_block, c_block_stride, alpha, block_bias, load_c, few_rows_read_for<T>(m, ldb, k, n),
-            {direct_b_fetches_near<T>(0, slivers, k, n),
-             direct_b_fetches_near<T>(1, slivers, k, n)},
+            direct_b_fetching{direct_b_fetches_near<T>(0, slivers, k, n),
+                              direct_b_fetches_near<T>(1, slivers, k, n),
+                              skews_b_fetch<T>(ldb, k, n)},
             buffers);
         continue;
       }

@@ -113,6 +113,30 @@ inline constexpr bool rows_long_ahead_set = simd_bytes == 64;
 /// two kept.
 inline constexpr std::size_t packing_ahead_panels = 2;
 
+/// Panels over which the register tile's kernels that fetch the next panel's rows only into L2
+/// (gemm.hpp's direct_b_fetches_near false) spread that fetch where B's rows are a multiple of 512
+/// bytes apart (gemm.hpp's skews_b_fetch): step p fetches its row of the panel 1 + p mod
+/// direct_b_fetch_skew on instead of the next, so that the lines asked for together lie at
+/// several offsets of a 512-byte run instead of at one. Rows a multiple of 512 bytes apart put
+/// every row's line of a one-line panel at the same offset, and such a W read from memory took
+/// twice as long as the same W a line wider (docs/performance.md, "Rows a multiple of 4 KiB
+/// apart"). AVX2 (one-line panels): 4. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// `bench/ab/ab.sh --march=x86-64-v3` from memory, the same bits, one sliver of 5-6 rows against
+/// rows 3-16 KiB apart (768 to 4096 wide) 1.29-1.79x faster, m 7-12 (a later sliver, or the
+/// packing kernel: packing_fetch_skew) 1.05-1.25x; from L3 (one W over and over) 0.86-1.33x. Not
+/// where rows are 256 bytes off such a multiple (1600 wide: later slivers 0.77-0.86x) or an odd
+/// number of lines apart (4160 bytes: one sliver 0.74x); two or eight panels 1.26-1.27x where four
+/// gave 1.55x; AVX-512's two-line panels (two or four: 0.47-1.09x) and the rows kernels (AVX2 m 3-4
+/// 0.79-0.89x) keep the next panel.
+inline constexpr std::size_t direct_b_fetch_skew = simd_bytes == 32 ? 4 : 1;
+
+/// The same for the packing kernel's fetch of the panel packing_ahead_panels on
+/// (gemm_micro_kernel_direct_b_packing), at the same strides: 2 with AVX2. The machine and tool
+/// as above, several slivers (m 8-48) against rows 3-16 KiB apart 1.05-1.23x faster from memory,
+/// m 128-512 1.00-1.04x; four panels 0.93-1.08x (a scratch driver); AVX-512 (m 48-96) 1.00-1.01x:
+/// 1 there.
+inline constexpr std::size_t packing_fetch_skew = simd_bytes == 32 ? 2 : 1;
+
 /// Fetches the cache lines of [at, at + bytes) for reading, with __builtin_prefetch's
 /// Locality (3: into L1, 2: into L2). `at` is an integer: the address of a hint, never
 /// dereferenced, which may lie past the end of the object it follows. `at` need not start a
@@ -155,9 +179,12 @@ template <int Locality>
 /// FetchNear false (DirectB with FetchNext only): no row is fetched into L1, the L2 fetch of
 /// the next vectors alone running ahead (gemm_micro_kernel_direct_b_rows from memory). Ahead:
 /// the steps ahead of the L1 fetch (direct_b_ahead; direct_b_long_ahead for LongAhead rows).
+/// Skew: step p's fetch into L2 (FetchNext 1, or PacksB's) is p mod Skew panels further on
+/// (direct_b_fetch_skew, packing_fetch_skew).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, std::size_t FetchNext = 0,
-          bool PacksB = false, bool FetchNear = true, std::size_t Ahead = direct_b_ahead>
+          bool PacksB = false, bool FetchNear = true, std::size_t Ahead = direct_b_ahead,
+          std::size_t Skew = 1>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
                                                       simd<T> (&acc)[Rows][NV], std::size_t ldb = 0,
@@ -170,6 +197,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   static_assert(!PacksB || (DirectB && NV == tile::nv), "only a panel read in place is packed");
   static_assert(!FetchNext || !PacksB, "the packing kernel fetches from `ahead`");
   static_assert(FetchNear || (DirectB && FetchNext > 0), "something must be fetched ahead");
+  static_assert(Skew >= 1 && (Skew == 1 || FetchNext <= 1), "a skewed fetch asks for one panel");
   const std::size_t nr = DirectB ? ldb : tile::nr;
   // Distance between rows of the sliver, and between k steps.
   constexpr std::size_t lda = Layout == sliver_layout::rows ? tile::kc : 1;
@@ -188,7 +216,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
       const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(b);
       if constexpr (FetchNear) fetch_lines<3>(at + Ahead * ldb * sizeof(T), nv * w * sizeof(T));
       if constexpr (FetchNext > 0)
-        fetch_lines<2>(at + nv * w * sizeof(T), FetchNext * nv * w * sizeof(T));
+        fetch_lines<2>(at + (1 + p % Skew) * nv * w * sizeof(T), FetchNext * nv * w * sizeof(T));
     }
     if constexpr (!DirectB && FetchNext > 0)  // an integer address: the last panel's next is past B
       fetch_lines<2>(reinterpret_cast<std::uintptr_t>(b) + kc * tile::nr * sizeof(T),
@@ -196,7 +224,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     if constexpr (PacksB) {
       unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j].store(pack + j * w); });
-      fetch_lines<2>(ahead, nv * w * sizeof(T));
+      fetch_lines<2>(ahead + p % Skew * nv * w * sizeof(T), nv * w * sizeof(T));
       pack += tile::nr;
       ahead += ldb * sizeof(T);
     }
@@ -249,7 +277,7 @@ template <class T, std::size_t Rows, std::size_t NV, class At>
 /// (micro_tile_product).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t FetchNext = 0, bool PacksB = false,
-          bool FetchNear = true, class At>
+          bool FetchNear = true, std::size_t Skew = 1, class At>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           At at, T alpha, const T* __restrict bias,
@@ -267,8 +295,8 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   // C is read (if load_c) and written only after the k loop; start fetching it now.
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(at(i, 0), 1);
 
-  micro_tile_product<T, Rows, Layout, DirectB, nv, FetchNext, PacksB, FetchNear>(kc, a, b, acc, ldb,
-                                                                                 pack, ahead);
+  micro_tile_product<T, Rows, Layout, DirectB, nv, FetchNext, PacksB, FetchNear, direct_b_ahead,
+                     Skew>(kc, a, b, acc, ldb, pack, ahead);
   store_tile<T>(acc, alpha, bias, load_c, at);
 }
 
@@ -333,13 +361,14 @@ void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restric
 /// direct_b_fetch_group for the first of several slivers where that group is more than one
 /// panel: gemm_direct_b_block). FetchNear false (with FetchPanels 1): no row fetched into L1,
 /// only the next panel's into L2, for the slivers that find B's rows in L2 against a B that
-/// comes from memory (gemm.hpp's direct_b_fetches_near).
+/// comes from memory (gemm.hpp's direct_b_fetches_near). Skew: the next panels' fetch spread
+/// over Skew panels (direct_b_fetch_skew, with FetchPanels 1).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
-          std::size_t FetchPanels = 1, bool FetchNear = true>
+          std::size_t FetchPanels = 1, bool FetchNear = true, std::size_t Skew = 1>
 void gemm_micro_kernel_direct_b(std::size_t kc, const T* __restrict a, const T* __restrict b,
                                 std::size_t ldb, tile_vectors<T> c, std::size_t ldc, T alpha,
                                 const T* __restrict bias, bool load_c) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, FetchPanels, false, FetchNear>(
+  gemm_micro_kernel_body<T, Rows, Layout, true, FetchPanels, false, FetchNear, Skew>(
       kc, a, b, ldb, vectors_at(c, ldc), alpha, bias, load_c);
 }
 
@@ -365,14 +394,15 @@ inline constexpr std::size_t direct_b_fetch_group = gemm_tile<T>::nr * sizeof(T)
 /// before it (a copy whose reads from L3 or memory the micro-kernels around it did not hide):
 /// the same operations in the same order, so the same result to the bit. C's vectors lie as
 /// gemm_micro_kernel_direct_b's.
-template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
+          std::size_t Skew = 1>
 void gemm_micro_kernel_direct_b_packing(std::size_t kc, const T* __restrict a,
                                         const T* __restrict b, std::size_t ldb, tile_vectors<T> c,
                                         std::size_t ldc, T alpha, const T* __restrict bias,
                                         bool load_c, T* __restrict pack,
                                         std::uintptr_t ahead) noexcept {
-  gemm_micro_kernel_body<T, Rows, Layout, true, 0, true>(kc, a, b, ldb, vectors_at(c, ldc), alpha,
-                                                         bias, load_c, pack, ahead);
+  gemm_micro_kernel_body<T, Rows, Layout, true, 0, true, true, Skew>(
+      kc, a, b, ldb, vectors_at(c, ldc), alpha, bias, load_c, pack, ahead);
 }
 
 /// Vectors of B's row that gemm_micro_kernel_direct_b_rows covers for a sliver of Rows rows:
@@ -481,14 +511,14 @@ constexpr auto table_by_rows(Make make) noexcept {
   (std::make_index_sequence<Rows>{});
 }
 
-/// gemm_micro_kernel_direct_b<T, rows, Layout, FetchPanels, FetchNear> for a run-time row
+/// gemm_micro_kernel_direct_b<T, rows, Layout, FetchPanels, FetchNear, Skew> for a run-time row
 /// count 1 <= rows <= mr.
 template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t FetchPanels = 1,
-          bool FetchNear = true>
+          bool FetchNear = true, std::size_t Skew = 1>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
   static constexpr auto table =
       table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchPanels, FetchNear>;
+        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchPanels, FetchNear, Skew>;
       });
   return table[rows - 1];
 }
@@ -498,15 +528,15 @@ gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t row
 template <class T>
 inline constexpr std::size_t packing_rows_lowest = gemm_tile<T>::mr / 2 + 1;
 
-/// gemm_micro_kernel_direct_b_packing<T, rows, Layout> for a run-time row count
+/// gemm_micro_kernel_direct_b_packing<T, rows, Layout, Skew> for a run-time row count
 /// packing_rows_lowest <= rows <= mr: no kernel is instantiated for a height that no first
 /// sliver of several has.
-template <class T, sliver_layout Layout = sliver_layout::rows>
+template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t Skew = 1>
 gemm_micro_kernel_packing_ptr<T> gemm_micro_kernel_packing_for(std::size_t rows) noexcept {
   constexpr std::size_t lowest = packing_rows_lowest<T>;
   static constexpr auto table =
       table_by_rows<gemm_tile<T>::mr - lowest + 1>([](auto r) -> gemm_micro_kernel_packing_ptr<T> {
-        return &gemm_micro_kernel_direct_b_packing<T, r() + lowest - 1, Layout>;
+        return &gemm_micro_kernel_direct_b_packing<T, r() + lowest - 1, Layout, Skew>;
       });
   assert(rows >= lowest && rows <= gemm_tile<T>::mr);
   return table[rows - lowest];

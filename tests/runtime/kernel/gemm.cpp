@@ -662,9 +662,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
 
 // Slivers of the register tile reading a B of b_past_l2_bytes or more in place, some of which
 // fetch no row of B into L1, only the next panel's into L2 (detail::direct_b_fetches_near: with
-// AVX2 and AVX-512 the slivers after the first of several, with AVX2 one sliver alone too): the
-// same operations in the same order, so C must be, to the bit, the same product computed in
-// column slices of B under b_past_l2_bytes, where every sliver fetches into L1. One sliver of
+// AVX2 and AVX-512 the slivers after the first of several, with AVX2 one sliver alone too), with
+// AVX2 spread over several panels where B's rows are a multiple of 512 bytes apart, as is the
+// packing kernel's fetch (detail::skews_b_fetch): the same operations in the same order, so C
+// must be, to the bit, the same product computed in column slices of B under b_past_l2_bytes,
+// where every sliver fetches into L1 and no fetch is spread. One sliver of
 // the register tile (mr rows), two, three and direct_b_slivers slivers; B's rows wider than n or
 // a multiple of 4 KiB apart, two k blocks, one block of columns or blocks of 24 (vectors across
 // two), bias and accumulate; nothing outside C written.
@@ -683,7 +685,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element
   for (auto& x : a) x = T(dist(rng));
   for (auto& x : b) x = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
-  std::size_t failures = 0, checked = 0, far = 0;
+  std::size_t failures = 0, checked = 0, far = 0, skewed = 0;
   for (const std::size_t ldb : {n + 5, (n + page) / page * page})
     for (const std::size_t block : {n + 1, std::size_t{24}})
       for (const std::size_t m : {mr, mr + 1, 2 * mr + 1, tall})
@@ -691,6 +693,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element
           const std::size_t slivers = (m + mr - 1) / mr;
           far += d::reads_b_in_place<T>(slivers, ldb, k, n) &&
                  !d::direct_b_fetches_near<T>(slivers == 1 ? 0 : 1, slivers, k, n);
+          skewed += d::skews_b_fetch<T>(ldb, k, n);
           const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
           const std::size_t blocks = (n + block - 1) / block;
           std::vector<T> c(blocks * stride, T(sentinel));
@@ -724,6 +727,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element
         }
   BOOST_TEST(checked == 2u * 2 * 4 * 2);
   if constexpr (d::direct_b_far_set) BOOST_TEST(far > 0u);  // some slivers fetch into L2 only
+  if constexpr (d::direct_b_fetch_skew > 1) BOOST_TEST(skewed > 0u);  // some spread that fetch
   BOOST_TEST(failures == 0u);
 }
 
@@ -746,6 +750,26 @@ BOOST_AUTO_TEST_CASE(which_slivers_fetch_near) {
       BOOST_TEST(d::direct_b_fetches_near<double>(s, slivers, past_d, 1000) == near);
     }
   BOOST_TEST(d::direct_b_far_set == (simd >= 32));
+}
+
+// Where the fetches of the next panels are spread over several (detail::skews_b_fetch): against a
+// B of b_past_l2_bytes or more whose rows are a multiple of 512 bytes apart, with AVX2 only (the
+// sets whose direct_b_fetch_skew is more than one panel; packing_fetch_skew with it).
+BOOST_AUTO_TEST_CASE(which_products_spread_their_fetch) {
+  namespace d = argus::kernel::detail;
+  constexpr bool skew = d::direct_b_fetch_skew > 1;
+  BOOST_TEST(skew == (argus::kernel::simd_bytes == 32));
+  BOOST_TEST((d::packing_fetch_skew > 1) == skew);
+  // Rows of a float B 1024 wide (4 KiB apart) that make b_past_l2_bytes.
+  constexpr std::size_t past = d::b_past_l2_bytes / sizeof(float) / 1024;
+  BOOST_TEST(d::skews_b_fetch<float>(1024, past, 1024) == skew);
+  BOOST_TEST(!d::skews_b_fetch<float>(1024, past - 1, 1024));
+  BOOST_TEST(d::skews_b_fetch<float>(768, 2 * past, 768) == skew);    // 3072 bytes
+  BOOST_TEST(d::skews_b_fetch<float>(1280, 2 * past, 1200) == skew);  // ldb decides the stride
+  BOOST_TEST(!d::skews_b_fetch<float>(1600, 2 * past, 1600));         // 6400 bytes
+  BOOST_TEST(!d::skews_b_fetch<float>(1040, 2 * past, 1024));
+  BOOST_TEST(d::skews_b_fetch<double>(512, past, 512) == skew);
+  BOOST_TEST(!d::skews_b_fetch<double>(520, past, 512));
 }
 
 // Which slivers of a few rows fetch a whole call ahead: none against a B smaller than
