@@ -125,7 +125,7 @@ inline constexpr std::size_t packing_ahead_panels = 2;
 /// rows 3-16 KiB apart (768 to 4096 wide) 1.29-1.79x faster, m 7-12 (a later sliver, or the
 /// packing kernel: packing_fetch_skew) 1.05-1.25x; from L3 (one W over and over) 0.86-1.33x. Not
 /// where rows are 256 bytes off such a multiple (1600 wide: later slivers 0.77-0.86x) or an odd
-/// number of lines apart (4160 bytes: one sliver 0.74x); two or eight panels 1.26-1.27x where four
+/// number of lines apart (4160 bytes: one sliver 0.74x); two or eight panels 1.28x where four
 /// gave 1.55x; AVX-512's two-line panels (two or four: 0.47-1.09x) and the rows kernels (AVX2 m 3-4
 /// 0.79-0.89x) keep the next panel.
 inline constexpr std::size_t direct_b_fetch_skew = simd_bytes == 32 ? 4 : 1;
