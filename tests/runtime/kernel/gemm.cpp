@@ -557,6 +557,44 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
   BOOST_TEST(failures == 0u);
 }
 
+// C (m x n) = 0.5 A B + bias (+ C, if accumulate) by gemm_nn_split over all n columns, C's
+// columns in blocks of `block` (n + 1: one block), against the same product computed in column
+// slices of about `slice` columns (whole blocks), each slice a product of its own: "" where the
+// two agree to the bit and nothing outside C is written, else what differs.
+template <class T>
+std::string against_column_slices(std::size_t m, std::size_t n, std::size_t k, const T* a,
+                                  std::size_t lda, const T* b, std::size_t ldb, const T* bias,
+                                  std::size_t block, bool accumulate, std::size_t slice) {
+  const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
+  const std::size_t blocks = (n + block - 1) / block;
+  std::vector<T> c(blocks * stride, T(sentinel));
+  for (std::size_t q = 0; q < blocks; ++q)
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
+        c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j % 7 + 2) : T(sentinel);
+  std::vector<T> sliced = c;
+  argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a, lda, b, ldb, c.data(), ldc, block, stride,
+                                  bias, accumulate);
+  // Slices of whole blocks (a multiple of the block width, or one block).
+  const std::size_t step = block > n ? slice : slice / block * block;
+  for (std::size_t j = 0; j < n; j += step) {
+    const std::size_t cols = std::min(step, n - j);
+    T* const at = sliced.data() + (block > n ? j : j / block * stride);
+    argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a, lda, b + j, ldb, at, ldc,
+                                    block > n ? cols + 1 : block, stride, bias + j, accumulate);
+  }
+  if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0)
+    return "differs from the product in column slices";
+  for (std::size_t q = 0; q < blocks; ++q)  // each block's padding and gap
+    for (std::size_t at = q * stride; at < (q + 1) * stride; ++at) {
+      const std::size_t i = (at - q * stride) / ldc, j = (at - q * stride) % ldc;
+      const bool in_c = i < m && j < std::min(block, n - q * block);
+      if (!in_c && c[at] != T(sentinel))
+        return "element " + std::to_string(at) + " outside C written";
+    }
+  return "";
+}
+
 // One sliver of a few rows against a B of b_from_memory_bytes or more fetches each row's next
 // vectors a whole call ahead instead of its rows a few steps ahead
 // (detail::gemm_micro_kernel_direct_b_rows<..., FromMemory>, where rows_fetch_a_call_ahead),
@@ -602,38 +640,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
             swept += d::sweeps_b_rows<T>(m, k, n);
             tiled += d::few_rows_read_for<T>(m, ldb, k, n) == d::few_rows_read::register_tile;
             longer += d::few_rows_read_for<T>(m, ldb, k, n) == d::few_rows_read::rows_long;
-            const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
-            const std::size_t blocks = (n + block - 1) / block;
-            std::vector<T> c(blocks * stride, T(sentinel));
-            for (std::size_t q = 0; q < blocks; ++q)
-              for (std::size_t i = 0; i < m; ++i)
-                for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
-                  c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j % 7 + 2) : T(sentinel);
-            std::vector<T> sliced = c;
-            argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
-                                            ldc, block, stride, bias.data(), accumulate);
-            // Slices of whole blocks (a multiple of the block width, or one block).
-            const std::size_t step = block > n ? slice : slice / block * block;
-            for (std::size_t j = 0; j < n; j += step) {
-              const std::size_t cols = std::min(step, n - j);
-              T* const at = sliced.data() + (block > n ? j : j / block * stride);
-              argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
-                                              at, ldc, block > n ? cols + 1 : block, stride,
-                                              bias.data() + j, accumulate);
-            }
             ++checked;
-            if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
+            const std::string problem = against_column_slices<T>(
+                m, n, k, a.data(), lda, b.data(), ldb, bias.data(), block, accumulate, slice);
+            if (!problem.empty() && ++failures <= 5)
               BOOST_ERROR("m " << m << " n " << n << " ldb " << ldb << " block " << block
-                               << " accumulate " << accumulate
-                               << ": differs from the product in column slices");
-            for (std::size_t q = 0; q < blocks; ++q)  // each block's padding and gap
-              for (std::size_t at = q * stride; at < (q + 1) * stride; ++at) {
-                const std::size_t i = (at - q * stride) / ldc, j = (at - q * stride) % ldc;
-                const bool in_c = i < m && j < std::min(block, n - q * block);
-                if (!in_c && c[at] != T(sentinel) && ++failures <= 5)
-                  BOOST_ERROR("m " << m << " n " << n << " block " << block << ": element " << at
-                                   << " outside C written");
-              }
+                               << " accumulate " << accumulate << ": " << problem);
           }
   // One row of Aᵀ (gemm_tn: A read as k x 1 with row stride 3), the same way.
   for (const std::size_t n : {large, mid})
@@ -694,36 +706,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element
           far += d::reads_b_in_place<T>(slivers, ldb, k, n) &&
                  !d::direct_b_fetches_near<T>(slivers == 1 ? 0 : 1, slivers, k, n);
           skewed += d::skews_b_fetch<T>(ldb, k, n);
-          const std::size_t ldc = std::min(block, n) + 2, stride = m * ldc + 3;
-          const std::size_t blocks = (n + block - 1) / block;
-          std::vector<T> c(blocks * stride, T(sentinel));
-          for (std::size_t q = 0; q < blocks; ++q)
-            for (std::size_t i = 0; i < m; ++i)
-              for (std::size_t j = 0; j < std::min(block, n - q * block); ++j)
-                c[q * stride + i * ldc + j] = accumulate ? T(i + 1) / T(j % 7 + 2) : T(sentinel);
-          std::vector<T> sliced = c;
-          argus::kernel::gemm_nn_split<T>(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, c.data(),
-                                          ldc, block, stride, bias.data(), accumulate);
-          const std::size_t step = block > n ? slice : slice / block * block;
-          for (std::size_t j = 0; j < n; j += step) {
-            const std::size_t cols = std::min(step, n - j);
-            T* const at = sliced.data() + (block > n ? j : j / block * stride);
-            argus::kernel::gemm_nn_split<T>(m, cols, k, T(0.5), a.data(), lda, b.data() + j, ldb,
-                                            at, ldc, block > n ? cols + 1 : block, stride,
-                                            bias.data() + j, accumulate);
-          }
           ++checked;
-          if (std::memcmp(c.data(), sliced.data(), c.size() * sizeof(T)) != 0 && ++failures <= 5)
+          const std::string problem = against_column_slices<T>(
+              m, n, k, a.data(), lda, b.data(), ldb, bias.data(), block, accumulate, slice);
+          if (!problem.empty() && ++failures <= 5)
             BOOST_ERROR("m " << m << " ldb " << ldb << " block " << block << " accumulate "
-                             << accumulate << ": differs from the product in column slices");
-          for (std::size_t q = 0; q < blocks; ++q)  // each block's padding and gap
-            for (std::size_t at = q * stride; at < (q + 1) * stride; ++at) {
-              const std::size_t i = (at - q * stride) / ldc, j = (at - q * stride) % ldc;
-              const bool in_c = i < m && j < std::min(block, n - q * block);
-              if (!in_c && c[at] != T(sentinel) && ++failures <= 5)
-                BOOST_ERROR("m " << m << " block " << block << ": element " << at
-                                 << " outside C written");
-            }
+                             << accumulate << ": " << problem);
         }
   BOOST_TEST(checked == 2u * 2 * 4 * 2);
   if constexpr (d::direct_b_far_set) BOOST_TEST(far > 0u);  // some slivers fetch into L2 only
