@@ -535,11 +535,11 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     else
       pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
   }
-  const auto direct_for = [skewed = fetching.skewed](std::size_t rows, bool fetch_near) {
+  const auto direct_for = [&](std::size_t rows, bool fetch_near) {
     if constexpr (direct_b_far_set) {  // no such kernel instantiated where none is taken
       constexpr std::size_t skew = direct_b_fetch_skew;
       if constexpr (skew > 1)
-        if (!fetch_near && skewed)
+        if (!fetch_near && fetching.skewed)
           return gemm_micro_kernel_direct_b_for<T, Layout, 1, false, skew>(rows);
       if (!fetch_near) return gemm_micro_kernel_direct_b_for<T, Layout, 1, false>(rows);
     }
