@@ -30,8 +30,9 @@
 // the others from cache); the register tile's kernels fetch each row's next panel into L2 as
 // they read the row (gemm_micro_kernel_direct_b; with AVX2's one-line panels the first sliver
 // two panels at every other one, direct_b_fetch_group; against a B past L2 the slivers after the
-// first fetch nothing into L1, direct_b_fetches_near; on prepacked panels the first sliver's
-// gemm_micro_kernel<..., FetchNext>); one sliver of a few
+// first fetch nothing into L1, direct_b_fetches_near, and with AVX2, where B's rows are a multiple
+// of 512 bytes apart, spread that fetch over several panels, skews_b_fetch; on prepacked panels
+// the first sliver's gemm_micro_kernel<..., FetchNext>); one sliver of a few
 // rows covers several panels per sweep of B's rows (gemm_micro_kernel_direct_b_rows; one row
 // with 256 bytes of a row per k step, against one panel at a time, 1.13x faster with AVX-512,
 // 1.59x with AVX2, whose panels are one cache line wide; AVX-512 now reads 1 KiB for one row,
