@@ -822,6 +822,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         return gemm_micro_kernel_packing_for<T, a_layout, packing_fetch_skew>(cut.rows(0));
     return gemm_micro_kernel_packing_for<T, a_layout>(cut.rows(0));
   }();
+  // How the slivers read B in place (gemm_direct_b_block): the same for every block.
+  const few_rows_read rows_read = few_rows_read_for<T>(m, ldb, k, n);
+  const direct_b_fetching fetching{direct_b_fetches_near<T>(0, slivers, k, n),
+                                   direct_b_fetches_near<T>(1, slivers, k, n),
+                                   skews_b_fetch<T>(ldb, k, n)};
 
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);
@@ -836,11 +841,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       if (in_place) {
         gemm_direct_b_block<T, a_layout>(
             m, kc, nc, a + (TransposedA ? pc * lda : pc), lda, b + pc * ldb + jc, ldb, c, ldc, jc,
-            c_block, c_block_stride, alpha, block_bias, load_c, few_rows_read_for<T>(m, ldb, k, n),
-            direct_b_fetching{direct_b_fetches_near<T>(0, slivers, k, n),
-                              direct_b_fetches_near<T>(1, slivers, k, n),
-                              skews_b_fetch<T>(ldb, k, n)},
-            buffers);
+            c_block, c_block_stride, alpha, block_bias, load_c, rows_read, fetching, buffers);
         continue;
       }
 
