@@ -19,9 +19,10 @@
 # workloads joined by `+` run one after the other on one build of the program. The operands
 # lie as argus's tensors do, on a cache line; ARGUS_AB_MISALIGN=BYTES in the environment moves
 # them that many bytes (a multiple of 4 below 64) off it (main.cpp). ARGUS_AB_COPIES=N gives the
-# gemm and split workloads N copies of B, each call reading the next: a B that one copy would
-# keep partly in L3 then comes from memory, as a model's weights do (main.cpp). ARGUS_AB_LDB=N
-# lays the gemm and packed workloads' B out with rows N elements apart (N >= n; n if unset).
+# gemm, packed and split workloads N copies of B, each call reading the next (packed: each copy
+# packed once): a B that one copy would keep partly in L3 then comes from memory, as a model's
+# weights do (main.cpp). ARGUS_AB_LDB=N lays the gemm and packed workloads' B out with rows N
+# elements apart (N >= n; n if unset).
 # --peak after the workload: every round also measures the FMA peak of its thread count, and
 # each side's median share of the peak of its own round is reported (WORKTREE WORKTREE with
 # --peak: one revision's % of peak, measured so that the host's drift moves it least).

@@ -35,8 +35,8 @@
 // line, and 2 MiB and larger ones on huge pages where Linux allows. ARGUS_AB_MISALIGN=BYTES
 // in the environment (a multiple of 4 below 64) moves every one that many bytes past its line,
 // as operands that are views of memory argus did not allocate may lie (a malloc'ed block: 16
-// bytes past a line). ARGUS_AB_COPIES=N (gemm and split): N copies of B, each call reading the
-// next, so that a B that a loop over one copy would keep partly in L3 comes from memory, as a
+// bytes past a line). ARGUS_AB_COPIES=N (gemm, packed and split): N copies of B, each call reading
+// the next, so that a B that a loop over one copy would keep partly in L3 comes from memory, as a
 // model's weights do when its layers run one after another (2 or 3 for a 64 MiB B with a 32 MiB
 // L3); the outputs are the same either way. ARGUS_AB_LDB=N (gemm and packed): B's rows N elements
 // apart (N from n to n + 65536; n if unset), so that a width whose rows would lie a multiple of
@@ -101,7 +101,8 @@ std::size_t misalign_bytes() {
   return bytes;
 }
 
-/// Copies of the gemm workload's B that its calls take in turn (ARGUS_AB_COPIES, 1 if unset).
+/// Copies of the gemm, packed and split workloads' B that its calls take in turn (ARGUS_AB_COPIES,
+/// 1 if unset).
 std::size_t b_copies() {
   const char* s = std::getenv("ARGUS_AB_COPIES");
   const long c = s != nullptr ? std::strtol(s, nullptr, 10) : 1;
@@ -207,7 +208,8 @@ int main(int argc, char** argv) {
   operand x, y, out_a, out_b, scratch_a, scratch_b;
   std::function<void(float*)> run_a, run_b;
   double flops;
-  // The gemm workload's copies of B (ARGUS_AB_COPIES), taken in turn by every call.
+  // The gemm, packed and split workloads' copies of B (ARGUS_AB_COPIES), taken in turn by every
+  // call.
   std::vector<operand> b_rest;
   std::size_t b_turn = 0;
   const auto next_b = [&]() -> const float* {
@@ -219,13 +221,13 @@ int main(int argc, char** argv) {
     x.resize(n * depth), y.resize(depth * ldb), out_a.resize(n * cols);
     for (float& e : x) e = u(rng);
     for (float& e : y) e = u(rng);
-    if (!packed) b_rest.assign(b_copies() - 1, y);
+    b_rest.assign(b_copies() - 1, y);
     if (split) {
       run_a = [&](float* c) { argus_ab_split_a(n, width, d_k, x.data(), next_b(), c); };
       run_b = [&](float* c) { argus_ab_split_b(n, width, d_k, x.data(), next_b(), c); };
     } else if (packed) {
-      run_a = [&](float* c) { argus_ab_packed_a(n, cols, depth, ldb, x.data(), y.data(), c); };
-      run_b = [&](float* c) { argus_ab_packed_b(n, cols, depth, ldb, x.data(), y.data(), c); };
+      run_a = [&](float* c) { argus_ab_packed_a(n, cols, depth, ldb, x.data(), next_b(), c); };
+      run_b = [&](float* c) { argus_ab_packed_b(n, cols, depth, ldb, x.data(), next_b(), c); };
     } else {
       run_a = [&](float* c) { argus_ab_gemm_a(n, cols, depth, ldb, x.data(), next_b(), c); };
       run_b = [&](float* c) { argus_ab_gemm_b(n, cols, depth, ldb, x.data(), next_b(), c); };
@@ -292,6 +294,11 @@ int main(int argc, char** argv) {
                .count() /
            reps;
   };
+  // The packed workload packs each copy of B at its first call: every copy packed for both
+  // sides before anything is timed.
+  if (packed)
+    for (const auto* side : {&run_a, &run_b})
+      for (std::size_t i = 0; i <= b_rest.size(); ++i) (*side)(out_a.data());
   const double probe = time_once(run_a, out_a.data(), 1);
   const int reps = std::max(1, int(std::ceil(10.0 / std::max(probe, 1e-3))));
 

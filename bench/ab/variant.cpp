@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <new>
 #include <sys/mman.h>
@@ -76,8 +77,9 @@ extern "C" void ARGUS_AB_CAT(argus_ab_gemm_, ARGUS_AB_SIDE)(std::size_t m, std::
 
 /// gemm_nn's product on B packed once, as argus::prepack packs a weight (pack_gemm_b, read by
 /// gemm_nn_split_prepacked into one block): the first call for a B packs it, into storage on a
-/// cache line (2 MiB and more: on huge pages where Linux allows, as argus's buffers) kept until
-/// another B comes.
+/// cache line (2 MiB and more: on huge pages where Linux allows, as argus's buffers) kept for
+/// the program's life, one for each B (ARGUS_AB_COPIES: each copy packed once, the calls
+/// taking them in turn as they take the copies of the gemm workload).
 extern "C" void ARGUS_AB_CAT(argus_ab_packed_, ARGUS_AB_SIDE)(std::size_t m, std::size_t n,
                                                               std::size_t k, std::size_t ldb,
                                                               const float* a, const float* b,
@@ -86,9 +88,9 @@ extern "C" void ARGUS_AB_CAT(argus_ab_packed_, ARGUS_AB_SIDE)(std::size_t m, std
     std::size_t alignment;
     void operator()(float* p) const noexcept { ::operator delete (p, std::align_val_t{alignment}); }
   };
-  static std::unique_ptr<float, aligned_delete> panels{nullptr, aligned_delete{64}};
-  static const float* packed_from = nullptr;
-  if (packed_from != b) {
+  static std::map<const float*, std::unique_ptr<float, aligned_delete>> packs;
+  auto& panels = packs[b];
+  if (!panels) {
     const std::size_t bytes = argus::kernel::gemm_packed_b_size<float>(k, n) * sizeof(float);
     const std::size_t alignment = bytes >= (std::size_t{2} << 20) ? std::size_t{2} << 20 : 64;
     panels = std::unique_ptr<float, aligned_delete>(
@@ -96,7 +98,6 @@ extern "C" void ARGUS_AB_CAT(argus_ab_packed_, ARGUS_AB_SIDE)(std::size_t m, std
         aligned_delete{alignment});
     if (alignment > 64) madvise(panels.get(), bytes / alignment * alignment, MADV_HUGEPAGE);
     argus::kernel::pack_gemm_b<float>(k, n, b, ldb, panels.get());
-    packed_from = b;
   }
   argus::kernel::gemm_nn_split_prepacked<float>(m, n, k, 1.0f, a, k, b, ldb, panels.get(),
                                                 argus::kernel::gemm_panel_width<float>(), n, 0, c,

@@ -31,8 +31,10 @@
 // they read the row (gemm_micro_kernel_direct_b; with AVX2's one-line panels the first sliver
 // two panels at every other one, direct_b_fetch_group; against a B past L2 the slivers after the
 // first fetch nothing into L1, direct_b_fetches_near, and with AVX2, where B's rows are a multiple
-// of 512 bytes apart, spread that fetch over several panels, skews_b_fetch; on prepacked panels
-// the first sliver's gemm_micro_kernel<..., FetchNext>); one sliver of a few
+// of 512 bytes apart, spread that fetch over several panels, skews_b_fetch); so does a product
+// of as few slivers on prepacked panels, each sliver fetching the next panel
+// (gemm_prepacked_block, gemm_micro_kernel<..., FetchNext>; with more slivers, the first); one
+// sliver of a few
 // rows covers several panels per sweep of B's rows (gemm_micro_kernel_direct_b_rows; one row
 // with 256 bytes of a row per k step, against one panel at a time, 1.13x faster with AVX-512,
 // 1.59x with AVX2, whose panels are one cache line wide; AVX-512 now reads 1 KiB for one row,
@@ -608,6 +610,76 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   }
 }
 
+/// The most slivers of A whose product on prepacked panels runs panel by panel
+/// (gemm_prepacked_block) rather than sliver by sliver over a whole B block: as many as read a
+/// row-major B in place (gemm_direct_b_block, panel by panel too).
+inline constexpr std::size_t prepacked_panel_slivers = direct_b_slivers;
+
+/// Whether gemm runs a product of `slivers` slivers of A on prepacked panels panel by panel.
+constexpr bool prepacked_by_panel(std::size_t slivers) noexcept {
+  return slivers <= prepacked_panel_slivers;
+}
+
+/// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of C = alpha A B
+/// for at most prepacked_panel_slivers slivers of A, on prepacked panels (pack_b_blocked): the
+/// block's panels lie one after another from `panels`, kc x nr each. The slivers are packed
+/// first into the B buffer (which a product on prepacked panels does not use); then each panel
+/// is multiplied by every sliver in turn, each fetching the next panel into L2 as it goes
+/// (gemm_micro_kernel's FetchNext): the first reads the panel from wherever B lies, the others
+/// from cache. Few slivers are bound by the memory: sliver by sliver over a 512 KiB block
+/// (gemm's loop nest for more), the first sliver's pass asked for the next panel's lines faster
+/// than the memory brought them and the others then ran on the block in L2 with nothing
+/// streaming; so, with every sliver asking for the rest, the memory streams under all their
+/// products. AMD EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=...]
+/// packed M 20 N K`, W (768 x 768 to 4096 x 4096) from memory (`ARGUS_AB_COPIES`), old ÷ new,
+/// the same bits: AVX-512 m 13-20 (two slivers under 12 rows) 1.10-1.29x faster, m 24-48
+/// 1.01-1.05x; AVX2 m 7-8 1.13-1.18x, m 13 1.05-1.09x, m 12 and 16-24 0.99-1.04x; W in L2 or L3
+/// 0.985-1.04x; five to sixteen slivers panel by panel 0.99-1.02x (not taken). GQA 4096's layer
+/// at n 16 on prepacked weights, AVX-512: 7.96-8.36 -> 6.69-6.78 ms (docs/performance.md, "Few
+/// slivers on prepacked panels run panel by panel"). Each element of C gets the same operations
+/// in the same order either way: the same bits.
+template <class T, sliver_layout Layout>
+void gemm_prepacked_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a,
+                          std::size_t lda, const T* panels, T* c, std::size_t ldc, std::size_t jc,
+                          std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
+                          bool load_c, gemm_buffers<T>& buffers) noexcept {
+  using tile = gemm_tile<T>;
+  static_assert(prepacked_panel_slivers * tile::mr * tile::kc <= gemm_buffers<T>::b_size,
+                "the slivers must fit the B buffer");
+  constexpr std::size_t sliver_size = tile::mr * tile::kc;
+  const sliver_cut cut = sliver_cut::of<T>(m);
+  const std::size_t slivers = cut.count;
+  assert(prepacked_by_panel(slivers));
+  T* const packed = buffers.b;
+  for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
+    if constexpr (Layout == sliver_layout::steps)
+      pack_a_sliver_steps(cut.rows(s), kc, a + ir, lda, packed + s * sliver_size);
+    else
+      pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
+  }
+  const auto tall_kernel = gemm_micro_kernel_for<T, Layout, true>(cut.tall_rows);
+  const auto short_kernel = gemm_micro_kernel_for<T, Layout, true>(cut.short_rows);
+  for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
+    const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
+    const T* tile_bias = bias ? bias + jr : nullptr;
+    const T* panel = panels + jr * kc;
+    T* vectors[tile::nv];
+    const bool whole =
+        cols == tile::nr && vector_destinations(c, col, tile::nv, c_block, c_block_stride, vectors);
+    for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
+      const T* sliver = packed + s * sliver_size;
+      const auto kernel = s < cut.tall ? tall_kernel : short_kernel;
+      if (whole) {
+        T* sliver_vectors[tile::nv];
+        for (std::size_t j = 0; j < tile::nv; ++j) sliver_vectors[j] = vectors[j] + ir * ldc;
+        kernel(kc, sliver, panel, sliver_vectors, ldc, alpha, tile_bias, load_c);
+      } else
+        gemm_gathered_tile<T>(kernel, cut.rows(s), cols, kc, sliver, panel, c + ir * ldc, ldc, col,
+                              c_block, c_block_stride, alpha, tile_bias, load_c);
+    }
+  }
+}
+
 /// Columns of a matrix n wide once packed: n rounded up to whole panels.
 template <class T>
 constexpr std::size_t packed_width(std::size_t n) noexcept {
@@ -808,8 +880,9 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb, k, n);
   const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(cut.short_rows);
   const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(cut.tall_rows);
-  // On prepacked panels the first sliver reads each panel from wherever B lies, and fetches
-  // the next one as it goes (gemm_micro_kernel's FetchNext); the others find it in cache.
+  // On prepacked panels, for more slivers than run panel by panel (gemm_prepacked_block), the
+  // first sliver reads each panel from wherever B lies, and fetches the next one as it goes
+  // (gemm_micro_kernel's FetchNext); the others find the block in cache.
   const auto first_kernel = panels != nullptr
                                 ? gemm_micro_kernel_for<T, a_layout, true>(cut.rows(0))
                                 : (cut.tall > 0 ? tall_kernel : short_kernel);
@@ -838,6 +911,13 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const bool load_c = !first || accumulate;
       const T* block_bias = first && bias ? bias + jc : nullptr;
 
+      if (panels != nullptr && prepacked_by_panel(slivers)) {
+        gemm_prepacked_block<T, a_layout>(
+            m, kc, nc, a + (TransposedA ? pc * lda : pc), lda,
+            panels + pc * packed_width<T>(panels_n) + (panels_col0 + jc) * kc, c, ldc, jc, c_block,
+            c_block_stride, alpha, block_bias, load_c, buffers);
+        continue;
+      }
       if (in_place) {
         gemm_direct_b_block<T, a_layout>(
             m, kc, nc, a + (TransposedA ? pc * lda : pc), lda, b + pc * ldb + jc, ldb, c, ldc, jc,

@@ -328,12 +328,14 @@ struct contiguous_vectors {
 /// vectors where `c` puts them (tile_vectors: a tile across two of gemm_nn_split's column
 /// blocks, each vector inside one, is stored where it belongs). With
 /// FetchNext, the panel that follows this one where it lies (kc x nr elements on: the next
-/// panel of a B packed by pack_b_blocked) is fetched into L2 a step at a time: the first
-/// sliver of a product on prepacked panels (gemm), which reads each panel from wherever B
-/// lies, the slivers after it from cache. AMD EPYC Zen 5 (family 26 model 2), one thread,
-/// `bench/ab/ab.sh ... packed M ROUNDS N K` against no such fetch: m 9-48 against 4096 x 4096
-/// and 2560 x 2560 (from memory) 1.15-1.73x faster with AVX-512, 1.22-1.92x with AVX2; m 128
-/// and 256 1.00-1.05x; W in L2 (768 x 768) 0.98-1.01x.
+/// panel of a B packed by pack_b_blocked) is fetched into L2 a step at a time: by the first
+/// sliver of a product on prepacked panels (gemm), which reads each panel from wherever B lies
+/// while the slivers after it read it from cache, and by those slivers too where the product
+/// runs panel by panel (gemm_prepacked_block). AMD EPYC Zen 5 (family 26 model 2), one
+/// thread, `bench/ab/ab.sh ... packed M ROUNDS N K` against no such fetch (before
+/// gemm_prepacked_block): m 9-48 against 4096 x 4096 and 2560 x 2560 (from memory) 1.15-1.73x
+/// faster with AVX-512, 1.22-1.92x with AVX2; m 128 and 256 1.00-1.05x; W in L2 (768 x 768)
+/// 0.98-1.01x.
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool FetchNext = false>
 void gemm_micro_kernel(std::size_t kc, const T* __restrict a, const T* __restrict b,

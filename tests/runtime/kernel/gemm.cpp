@@ -415,7 +415,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_every_block_width, T, element_types) {
 // put a tile across two blocks, each vector inside one. Heights of more slivers than read B in
 // place (m > direct_b_slivers * mr) have gemm_nn_split pack B in its first sliver's micro-kernel
 // (detail::gemm_micro_kernel_direct_b_packing) where the prepacked product reads panels
-// packed by pack_gemm_b: the same bits again, over one, two and three k blocks.
+// packed by pack_gemm_b: the same bits again, over one, two and three k blocks. Up to
+// prepacked_panel_slivers slivers the prepacked product runs panel by panel
+// (detail::gemm_prepacked_block: one, two and that many slivers), more sliver by sliver.
 BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, element_types) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t nr = d::gemm_tile<T>::nr;
@@ -427,7 +429,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
   std::mt19937 rng(11);
   const uniform_pm1 dist;
   std::size_t failures = 0, checked = 0;
-  for (const std::size_t m : {std::size_t{1}, std::size_t{13}, std::size_t{40}, packing})
+  constexpr std::size_t mr = d::gemm_tile<T>::mr;
+  constexpr std::size_t by_panel = d::prepacked_panel_slivers * mr;  // the most rows by panel
+  BOOST_TEST(d::prepacked_by_panel(d::sliver_cut::of<T>(by_panel).count));
+  BOOST_TEST(!d::prepacked_by_panel(d::sliver_cut::of<T>(by_panel + 1).count));
+  for (const std::size_t m :
+       {std::size_t{1}, mr + 1, std::size_t{13}, by_panel, std::size_t{40}, packing})
     for (const std::size_t total : {nr - 3, 3 * nr + 5, std::size_t{192}})
       for (const std::size_t k : {std::size_t{5}, kc + 44, 2 * kc + 88}) {  // 1, 2, 3 k blocks
         std::vector<T> a(m * k), b(k * total), bias(total);
@@ -738,6 +745,17 @@ BOOST_AUTO_TEST_CASE(which_slivers_fetch_near) {
       BOOST_TEST(d::direct_b_fetches_near<double>(s, slivers, past_d, 1000) == near);
     }
   BOOST_TEST(d::direct_b_far_set == (simd >= 32));
+}
+
+// Which products on prepacked panels run panel by panel (detail::gemm_prepacked_block): those of
+// at most prepacked_panel_slivers slivers of A, as many as read a row-major B in place.
+BOOST_AUTO_TEST_CASE(which_prepacked_products_run_by_panel) {
+  namespace d = argus::kernel::detail;
+  BOOST_TEST(d::prepacked_panel_slivers == d::direct_b_slivers);
+  for (std::size_t slivers = 1; slivers <= d::prepacked_panel_slivers; ++slivers)
+    BOOST_TEST(d::prepacked_by_panel(slivers));
+  BOOST_TEST(!d::prepacked_by_panel(d::prepacked_panel_slivers + 1));
+  BOOST_TEST(!d::prepacked_by_panel(100));
 }
 
 // Where the fetches of the next panels are spread over several (detail::skews_b_fetch): against a
