@@ -374,24 +374,50 @@ constexpr std::size_t b_bytes(std::size_t k, std::size_t n) noexcept {
 inline constexpr std::size_t b_past_l2_bytes = std::size_t{2} << 20;
 static_assert(b_past_l2_bytes < b_from_memory_bytes);
 
+/// Whether the kernels that read a row-major B (k x n, row stride ldb) from memory spread their
+/// fetch of the next panels over several (direct_b_fetch_skew for the register tile's kernels
+/// that fetch only into L2, packing_fetch_skew for the packing kernel): where B is
+/// b_past_l2_bytes or more and its rows are a multiple of 512 bytes apart, with AVX2
+/// (gemm_microkernel.hpp, direct_b_fetch_skew).
+template <class T>
+constexpr bool skews_b_fetch(std::size_t ldb, std::size_t k, std::size_t n) noexcept {
+  return direct_b_fetch_skew > 1 && ldb * sizeof(T) % 512 == 0 &&
+         b_bytes<T>(k, n) >= b_past_l2_bytes;
+}
+
+/// The most rows of one sliver that fetch a call ahead (rows_fetch_a_call_ahead) where the
+/// register tile spreads its fetch over several panels (skews_b_fetch: AVX2, B of b_past_l2_bytes
+/// or more, rows a multiple of 512 bytes apart): 3, so that AVX2's 4 rows, whose kernel reads 3
+/// vectors (96 bytes, a line and a half) of each such row a step, take the register tile there
+/// (two vectors a step, one sliver fetching only the next panels into L2, spread: as 5-6 rows).
+/// AMD EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh --march=x86-64-v3`, the
+/// register tile ÷ the kernel fetching a call ahead, 4 rows, the same bits, B (k x n) 768 x 768,
+/// 1024 x 1024, 2560 x 2560, 4096 x 4096, 2048 x 1024, 512 x 2048: from memory
+/// (`ARGUS_AB_COPIES`) 1.18-1.28x faster, from L3 (one B over and over) 1.01-1.31x; at other
+/// strides (1600 x 1600, 1600 x 4800, 6400 x 1600, 3000 x 3000) 0.94-1.05x from memory, so
+/// there 4 rows keep their kernel; 3 rows 0.80-0.96x (docs/performance.md, "Four rows on AVX2 at
+/// 512-byte-multiple strides").
+inline constexpr std::size_t skewed_far_rows_most = 3;
+
 /// Whether one sliver of `rows` rows (at most direct_b_rows_most) against a row-major B (k x n,
 /// row stride ldb) takes gemm_micro_kernel_direct_b_rows<..., FromMemory>, which fetches each
 /// row's next vectors a whole call ahead into L2 instead of its rows a few steps ahead into
 /// L1: where B is b_call_ahead_bytes or more, for rows_from_memory_any_stride rows or more,
 /// and from direct_b_rows_from_memory_least where B's rows are a multiple of 4 KiB apart
-/// (whose rows the L1 fetch crowds into a few sets). With AVX-512, 4 rows at any stride and 3
-/// at such strides; with AVX2, whose kernels read fewer vectors of a row a step, 3 rows at
-/// any stride; the portable set every row count. Fewer rows read such a B row by row on AVX2
-/// and AVX-512 (sweeps_b_rows, which gemm asks first; the figures below for one and two rows
-/// predate it). AMD EPYC Zen 5 (family 26 model 2), one thread,
-/// `bench/ab/ab.sh [--march=...]` before ÷ after, the same bits. AVX-512: W 4096 x 4096 m 2-8
-/// 1.08-1.49x faster, (8192 x 2048) and (16384 x 1024) m 2-3 1.12-1.22x, into heads of 128 m 4
-/// 1.42x, 4000 x 4000 m 4-8 1.15-1.48x, 2560 x 2560 m 8 1.78x; not taken: rows not a multiple
-/// of 4 KiB apart at m 2-3 (0.92-0.97x: 4000 x 4000, 3000 wide) and one row (0.92-0.96x in a
-/// scratch variant). AVX2: 4096 x 4096 m 1-4 1.35-1.72x, 4000 x 4000 m 1 / 2 / 3 / 4 1.12 /
-/// 1.14 / 1.92 / 2.05x, 2560 x 2560 m 1-4 1.12-2.26x, 3000 wide m 1-3 1.13-1.68x. The portable
-/// set: m 1-4 1.53-2.46x. W below 16 MiB and the MHA forward's kernels unchanged
-/// (docs/performance.md, "A few rows against a large W fetch the next run").
+/// (whose rows the L1 fetch crowds into a few sets); no more than skewed_far_rows_most where the
+/// register tile spreads its fetch. With AVX-512, 4 rows at any stride and 3 at such strides;
+/// with AVX2, whose kernels read fewer vectors of a row a step, 3 rows at any stride (4 but at
+/// 512-byte-multiple strides); the portable set every row count. Fewer rows read such a B row by
+/// row on AVX2 and AVX-512 (sweeps_b_rows, which gemm asks first; the figures below for one and two
+/// rows predate it). AMD EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=...]`
+/// before ÷ after, the same bits. AVX-512: W 4096 x 4096 m 2-8 1.08-1.49x faster, (8192 x 2048) and
+/// (16384 x 1024) m 2-3 1.12-1.22x, into heads of 128 m 4 1.42x, 4000 x 4000 m 4-8 1.15-1.48x, 2560
+/// x 2560 m 8 1.78x; not taken: rows not a multiple of 4 KiB apart at m 2-3 (0.92-0.97x: 4000 x
+/// 4000, 3000 wide) and one row (0.92-0.96x in a scratch variant). AVX2: 4096 x 4096 m
+/// 1-4 1.35-1.72x, 4000 x 4000 m 1 / 2 / 3 / 4 1.12 / 1.14 / 1.92 / 2.05x, 2560 x 2560 m
+/// 1-4 1.12-2.26x, 3000 wide m 1-3 1.13-1.68x. The portable set: m 1-4 1.53-2.46x. W below 16 MiB
+/// and the MHA forward's kernels unchanged (docs/performance.md, "A few rows against a large W
+/// fetch the next run").
 inline constexpr std::size_t rows_from_memory_any_stride =
     simd_bytes == 64 ? 4 : direct_b_rows_from_memory_least;
 
@@ -420,7 +446,8 @@ constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::s
                                        std::size_t n) noexcept {
   const bool page = rows_a_page_apart<T>(ldb);
   return b_bytes<T>(k, n) >= (page ? b_call_ahead_page_bytes : b_call_ahead_bytes) &&
-         rows >= (page ? direct_b_rows_from_memory_least : rows_from_memory_any_stride);
+         rows >= (page ? direct_b_rows_from_memory_least : rows_from_memory_any_stride) &&
+         (rows <= skewed_far_rows_most || !skews_b_fetch<T>(ldb, k, n));
 }
 
 /// How one sliver of A of `rows` rows reads a row-major B (k x n, row stride ldb) in place
@@ -429,6 +456,8 @@ template <class T>
 constexpr few_rows_read few_rows_read_for(std::size_t rows, std::size_t ldb, std::size_t k,
                                           std::size_t n) noexcept {
   if (rows > direct_b_rows_most<T>) return few_rows_read::register_tile;
+  if (rows > skewed_far_rows_most && skews_b_fetch<T>(ldb, k, n))
+    return few_rows_read::register_tile;
   if (rows_fetch_a_call_ahead<T>(rows, ldb, k, n)) return few_rows_read::rows_far;
   if (b_bytes<T>(k, n) < b_past_l2_bytes) return few_rows_read::rows_near;
   if (rows > direct_b_rows_near_most<T>) return few_rows_read::register_tile;
@@ -483,17 +512,6 @@ constexpr bool direct_b_fetches_near(std::size_t sliver, std::size_t slivers, st
                                      std::size_t n) noexcept {
   if (!direct_b_far_set || b_bytes<T>(k, n) < b_past_l2_bytes) return true;
   return sliver == 0 && (slivers > 1 || simd_bytes == 64);
-}
-
-/// Whether the kernels that read a row-major B (k x n, row stride ldb) from memory spread their
-/// fetch of the next panels over several (direct_b_fetch_skew for the register tile's kernels
-/// that fetch only into L2, packing_fetch_skew for the packing kernel): where B is
-/// b_past_l2_bytes or more and its rows are a multiple of 512 bytes apart, with AVX2
-/// (gemm_microkernel.hpp, direct_b_fetch_skew).
-template <class T>
-constexpr bool skews_b_fetch(std::size_t ldb, std::size_t k, std::size_t n) noexcept {
-  return direct_b_fetch_skew > 1 && ldb * sizeof(T) % 512 == 0 &&
-         b_bytes<T>(k, n) >= b_past_l2_bytes;
 }
 
 /// How gemm_direct_b_block's register-tile kernels fetch B: the first sliver and those after it

@@ -672,8 +672,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
   BOOST_TEST(checked == 2 * (2 + 2 * 2 * (most + 2 * std::min<std::size_t>(3, most))));
   BOOST_TEST(far >= 2u);  // some heights take the kernels that fetch a call ahead
   if constexpr (argus::kernel::simd_bytes >= 32) BOOST_TEST(swept > 0u);
-  // AVX-512's 7-8 rows against the smaller B take the register tile.
-  if constexpr (d::direct_b_rows_near_most<T> < most) BOOST_TEST(tiled > 0u);
+  // AVX-512's 7-8 rows against the smaller B take the register tile, as AVX2's 4 rows do where
+  // B's rows are a multiple of 4 KiB apart (skewed_far_rows_most).
+  if constexpr (d::direct_b_rows_near_most<T> < most || d::direct_b_fetch_skew > 1)
+    BOOST_TEST(tiled > 0u);
   // AVX-512's 3-6 rows against the smaller B fetch further ahead (rows_long).
   if constexpr (d::rows_long_ahead_set) BOOST_TEST(longer > 0u);
   BOOST_TEST(failures == 0u);
@@ -806,6 +808,19 @@ BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
   BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(any, 4000, big - 1, 4000));
   if constexpr (least < any)
     BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4000, 4 * big, 4000));
+  // Where the register tile spreads its fetch (AVX2, rows a multiple of 512 bytes apart), no more
+  // than skewed_far_rows_most rows: AVX2's 4 rows take the register tile there, not elsewhere.
+  constexpr std::size_t skewed_most = d::skewed_far_rows_most;
+  constexpr bool skew = d::direct_b_fetch_skew > 1;
+  BOOST_TEST(skewed_most == 3u);
+  BOOST_TEST(d::skews_b_fetch<float>(4096, 4 * page, 4096) == skew);
+  for (std::size_t rows = 1; rows <= d::direct_b_rows_most<float>; ++rows) {
+    const bool rows_ok = rows >= least;
+    BOOST_TEST(d::rows_fetch_a_call_ahead<float>(rows, 4096, 4 * page, 4096) ==
+                   (rows_ok && (rows <= skewed_most || !skew)),
+               rows);
+    if (rows >= any) BOOST_TEST(d::rows_fetch_a_call_ahead<float>(rows, 4000, 4 * big, 4000), rows);
+  }
   // double: rows 4 KiB apart at n 512.
   BOOST_TEST(d::rows_fetch_a_call_ahead<double>(least, 512, 4 * page, 512));
   BOOST_TEST(!d::rows_fetch_a_call_ahead<double>(least, 512, page, 512));
@@ -843,12 +858,23 @@ BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
     BOOST_TEST((mid_2k != r::rows_long));
     if (m >= d::rows_from_memory_any_stride)
       BOOST_TEST((d::few_rows_read_for<float>(m, 1000, large, 1000) == r::rows_far));
+    // Rows 4 KiB apart (a multiple of 512 bytes): where the register tile spreads its fetch
+    // (AVX2), more than skewed_far_rows_most rows take it.
+    const bool skewed = d::skews_b_fetch<float>(1024, 4 * past, 1024);
+    BOOST_TEST(skewed == (d::direct_b_fetch_skew > 1));
+    if (skewed && m > d::skewed_far_rows_most)
+      BOOST_TEST((d::few_rows_read_for<float>(m, 1024, 4 * past, 1024) == r::register_tile));
   }
   if constexpr (argus::kernel::simd_bytes == 64) BOOST_TEST(near < most);
-  // Rows 4 KiB apart, B of 2 MiB (512 x 1024): AVX2 and AVX-512 fetch a call ahead at the most
-  // rows (b_call_ahead_page_bytes), the portable set from 16 MiB.
+  // Rows 4 KiB apart, B of 2 MiB (512 x 1024): AVX-512 fetches a call ahead at the most rows
+  // (b_call_ahead_page_bytes) and AVX2 at 3 (its 4 take the register tile, whose fetch is
+  // spread there), the portable set from 16 MiB.
   BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 512, 1024) ==
-              (argus::kernel::simd_bytes >= 32 ? r::rows_far : r::rows_near)));
+              (argus::kernel::simd_bytes == 64   ? r::rows_far
+               : argus::kernel::simd_bytes == 32 ? r::register_tile
+                                                 : r::rows_near)));
+  if constexpr (argus::kernel::simd_bytes >= 32)
+    BOOST_TEST((d::few_rows_read_for<float>(3, 1024, 512, 1024) == r::rows_far));
   BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 511, 1024) == r::rows_near));
   BOOST_TEST(d::row_sweep_least_bytes ==
              (argus::kernel::simd_bytes == 64 ? d::b_from_memory_bytes : d::b_past_l2_bytes));
