@@ -125,11 +125,13 @@ inline std::size_t balanced_block(std::size_t total, std::size_t block) noexcept
 struct sliver_cut {
   std::size_t count, short_rows, tall, tall_rows;
   template <class T>
-  static sliver_cut of(std::size_t m) noexcept {
+  static constexpr sliver_cut of(std::size_t m) noexcept {
     const std::size_t count = (m + gemm_tile<T>::mr - 1) / gemm_tile<T>::mr;
     return {count, m / count, m % count, std::min(m / count + 1, gemm_tile<T>::mr)};
   }
-  std::size_t rows(std::size_t s) const noexcept { return s < tall ? short_rows + 1 : short_rows; }
+  constexpr std::size_t rows(std::size_t s) const noexcept {
+    return s < tall ? short_rows + 1 : short_rows;
+  }
 };
 
 /// A sliver: rows [0, rows) of `a` (row stride lda), columns [0, kc), into dst with the
@@ -328,10 +330,11 @@ constexpr bool rows_a_page_apart(std::size_t ldb) noexcept {
 /// 4 KiB apart and B is at least b_in_place_page_bytes (reads_b_in_place): 3 with AVX-512, 2
 /// with AVX2, 1 with the portable set. Such a stride maps a panel's rows onto the same few sets
 /// of L1 (and, at multiples of 16 KiB, of L2), so the slivers after the first re-read each
-/// panel from L2 or L3, where packed it would be contiguous. Against a B that comes from
-/// memory, the first sliver reading the panels in place (each row's next panel fetched ahead,
-/// gemm_micro_kernel_direct_b) outruns the packing kernel (two panels ahead) by more than
-/// that; against a B held in L3 it does not. AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// panel from L2 or L3, where packed it would be contiguous (with AVX-512, two slivers of at
+/// most page_packing_rows_most rows multiply a copy the first makes: packs_page_panels). Against a
+/// B that comes from memory, the first sliver reading the panels in place (each row's next panel
+/// fetched ahead, gemm_micro_kernel_direct_b) outruns the packing kernel (two panels ahead) by more
+/// than that; against a B held in L3 it does not. AMD EPYC Zen 5 (family 26 model 2), one thread,
 /// in place ÷ packed, the same bits. AVX-512, `bench/ab/ab.sh`, three runs: m 13 / 16 / 24
 /// against W 4096 x 4096 (64 MiB) 1.26-1.27 / 1.21-1.25 / 1.08-1.15x faster, into heads of
 /// 128 1.11-1.20x; W of 16 MiB (4096 x 1024, 1024 x 4096, 2048 x 2048) 0.99-1.07x; W 1024 x
@@ -514,11 +517,37 @@ constexpr bool direct_b_fetches_near(std::size_t sliver, std::size_t slivers, st
   return sliver == 0 && (slivers > 1 || simd_bytes == 64);
 }
 
+/// The most rows of the first of two slivers that packs each panel as it reads it
+/// (packs_page_panels): 9, so 13-18 rows with AVX-512.
+inline constexpr std::size_t page_packing_rows_most = 9;
+
+/// Whether gemm_direct_b_block's first sliver of a product of `m` rows packs each panel of a
+/// row-major B (row stride ldb) as it reads it in place (gemm_micro_kernel_direct_b_packing,
+/// fetching the next panel's rows), the other slivers multiplying the copy and fetching the next
+/// panel of B where it lies (gemm_micro_kernel_fetching_rows): with AVX-512, two slivers whose
+/// first has at most page_packing_rows_most rows, where B's rows are a multiple of 4 KiB apart
+/// (which map a panel's rows onto a few sets of L1 and L2: the later slivers re-read it in place
+/// from L2 or L3, the copy from L1). AMD EPYC Zen 5 (family 26 model 2), one thread,
+/// `bench/ab/ab.sh`, the same bits, B (k x n) 4096 x 4096, 1024 x 1024, 2048 x 2048, 4096 x
+/// 1024, 1024 x 4096, 512 x 1024: from memory (`ARGUS_AB_COPIES`) m 13 1.13-1.19x faster, m 16
+/// 1.07-1.10x, m 18 1.03-1.06x; from L3 (one B over and over) m 13 1.15-1.20x, m 16 1.08-1.09x,
+/// m 18 1.02-1.04x. Not taken, in a trial: m 20-22 0.96-1.02x and m 24 (12 rows a sliver, the
+/// packing's stores no longer hidden) 0.94-1.02x, three slivers 0.99-1.03x, AVX2 (whose later
+/// slivers spread their fetch, skews_b_fetch) 0.89-1.04x (docs/performance.md, "Two slivers at
+/// 4 KiB-multiple strides: the first packs for the second").
+template <class T>
+constexpr bool packs_page_panels(std::size_t m, std::size_t ldb) noexcept {
+  const sliver_cut cut = sliver_cut::of<T>(m);
+  return simd_bytes == 64 && cut.count == 2 && cut.rows(0) <= page_packing_rows_most &&
+         rows_a_page_apart<T>(ldb);
+}
+
 /// How gemm_direct_b_block's register-tile kernels fetch B: the first sliver and those after it
 /// into L1 as well as L2 or into L2 only (direct_b_fetches_near), and those fetching only into
-/// L2 spread over several panels or not (skews_b_fetch).
+/// L2 spread over several panels or not (skews_b_fetch); whether the first packs each panel for
+/// the others (packs_page_panels).
 struct direct_b_fetching {
-  bool first_near, later_near, skewed;
+  bool first_near, later_near, skewed, packs_pages;
 };
 
 /// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
@@ -593,6 +622,16 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
           ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, rows_read)
           : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
+  // Where the first sliver packs each whole panel for the others (fetching.packs_pages): its
+  // kernel, and theirs, which fetch the next panel of B where it lies.
+  const auto packing =
+      fetching.packs_pages ? gemm_micro_kernel_packing_for<T, Layout>(cut.rows(0)) : nullptr;
+  const auto tall_fetching = fetching.packs_pages
+                                 ? gemm_micro_kernel_fetching_rows_for<T, Layout>(cut.tall_rows)
+                                 : nullptr;
+  const auto short_fetching = fetching.packs_pages
+                                  ? gemm_micro_kernel_fetching_rows_for<T, Layout>(cut.short_rows)
+                                  : nullptr;
   // panel_index counts the passes; with several slivers (the only use of it) each pass is one
   // panel, so it is the index of the panel at jr.
   for (std::size_t jr = 0, panel_index = 0; jr < nc; ++panel_index) {
@@ -609,6 +648,21 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
     T* vectors[tile::nv];
     const bool whole =
         cols == tile::nr && vector_destinations(c, col, tile::nv, c_block, c_block_stride, vectors);
+    if (packing && whole) {
+      // The next panel's rows, fetched by every sliver (an integer address: a hint, which past
+      // the block's last panel may lie past B).
+      const std::uintptr_t next = reinterpret_cast<std::uintptr_t>(b + jr) + tile::nr * sizeof(T);
+      packing(kc, packed, b + jr, ldb, vectors, ldc, alpha, tile_bias, load_c, panel, next);
+      for (std::size_t s = 1, ir = cut.rows(0); s < slivers; ir += cut.rows(s), ++s) {
+        T* sliver_vectors[tile::nv];
+        for (std::size_t j = 0; j < tile::nv; ++j) sliver_vectors[j] = vectors[j] + ir * ldc;
+        (s < cut.tall ? tall_fetching : short_fetching)(kc, packed + s * sliver_size, panel, ldb,
+                                                        sliver_vectors, ldc, alpha, tile_bias,
+                                                        load_c, next);
+      }
+      jr += tile::nr;
+      continue;
+    }
     if (!whole) pack_b_panel_n(kc, cols, b + jr, ldb, panel);
     for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
       const T* sliver = packed + s * sliver_size;
@@ -917,7 +971,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   const few_rows_read rows_read = few_rows_read_for<T>(m, ldb, k, n);
   const direct_b_fetching fetching{direct_b_fetches_near<T>(0, slivers, k, n),
                                    direct_b_fetches_near<T>(1, slivers, k, n),
-                                   skews_b_fetch<T>(ldb, k, n)};
+                                   skews_b_fetch<T>(ldb, k, n), packs_page_panels<T>(m, ldb)};
 
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);

@@ -180,11 +180,14 @@ template <int Locality>
 /// the next vectors alone running ahead (gemm_micro_kernel_direct_b_rows from memory). Ahead:
 /// the steps ahead of the L1 fetch (direct_b_ahead; direct_b_long_ahead for LongAhead rows).
 /// Skew: step p's fetch into L2 (FetchNext 1, or PacksB's) is p mod Skew panels further on
-/// (direct_b_fetch_skew, packing_fetch_skew).
+/// (direct_b_fetch_skew, packing_fetch_skew). FetchRows (a packed panel): each k step also
+/// fetches into L2 the row of a row-major B (rows ldb apart) whose first row lies at `ahead`,
+/// nv vectors of it (the later slivers of gemm_direct_b_block's packed panels: the next panel of
+/// B where it lies).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t NV = gemm_tile<T>::nv, std::size_t FetchNext = 0,
           bool PacksB = false, bool FetchNear = true, std::size_t Ahead = direct_b_ahead,
-          std::size_t Skew = 1>
+          std::size_t Skew = 1, bool FetchRows = false>
 [[gnu::always_inline]] inline void micro_tile_product(std::size_t kc, const T* __restrict a,
                                                       const T* __restrict b,
                                                       simd<T> (&acc)[Rows][NV], std::size_t ldb = 0,
@@ -196,6 +199,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   static_assert(DirectB || NV == tile::nv, "a packed panel is nv vectors wide");
   static_assert(!PacksB || (DirectB && NV == tile::nv), "only a panel read in place is packed");
   static_assert(!FetchNext || !PacksB, "the packing kernel fetches from `ahead`");
+  static_assert(!FetchRows || (!DirectB && !FetchNext), "a packed panel fetching B's rows");
   static_assert(FetchNear || (DirectB && FetchNext > 0), "something must be fetched ahead");
   static_assert(Skew >= 1 && (Skew == 1 || FetchNext <= 1), "a skewed fetch asks for one panel");
   const std::size_t nr = DirectB ? ldb : tile::nr;
@@ -221,6 +225,10 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
     if constexpr (!DirectB && FetchNext > 0)  // an integer address: the last panel's next is past B
       fetch_lines<2>(reinterpret_cast<std::uintptr_t>(b) + kc * tile::nr * sizeof(T),
                      nv * w * sizeof(T));
+    if constexpr (FetchRows) {
+      fetch_lines<2>(ahead, nv * w * sizeof(T));
+      ahead += ldb * sizeof(T);
+    }
     unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j] = V::load(b + j * w); });
     if constexpr (PacksB) {
       unroll<nv>([&](auto j) __attribute__((always_inline)) { bv[j].store(pack + j * w); });
@@ -277,7 +285,7 @@ template <class T, std::size_t Rows, std::size_t NV, class At>
 /// (micro_tile_product).
 template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
           bool DirectB = false, std::size_t FetchNext = 0, bool PacksB = false,
-          bool FetchNear = true, std::size_t Skew = 1, class At>
+          bool FetchNear = true, std::size_t Skew = 1, bool FetchRows = false, class At>
 [[gnu::always_inline]] inline void gemm_micro_kernel_body(std::size_t kc, const T* __restrict a,
                                                           const T* __restrict b, std::size_t ldb,
                                                           At at, T alpha, const T* __restrict bias,
@@ -296,7 +304,7 @@ template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows,
   for (std::size_t i = 0; i < Rows; ++i) __builtin_prefetch(at(i, 0), 1);
 
   micro_tile_product<T, Rows, Layout, DirectB, nv, FetchNext, PacksB, FetchNear, direct_b_ahead,
-                     Skew>(kc, a, b, acc, ldb, pack, ahead);
+                     Skew, FetchRows>(kc, a, b, acc, ldb, pack, ahead);
   store_tile<T>(acc, alpha, bias, load_c, at);
 }
 
@@ -618,6 +626,36 @@ std::pair<gemm_micro_kernel_direct_b_rows_ptr<T>, std::size_t> gemm_micro_kernel
     default:
       return table[rows - 1];
   }
+}
+
+/// The micro-kernel on a packed panel (as gemm_micro_kernel) that fetches, a k step at a time,
+/// the rows of a row-major B (ldb apart) from the address `ahead` on into L2, as many vectors
+/// of each as a panel (micro_tile_product's FetchRows): the slivers after the first of
+/// gemm_direct_b_block where the first packs each panel of B as it reads it (packs_page_panels),
+/// multiplying its copy and fetching the next panel of B where it lies.
+template <class T, std::size_t Rows, sliver_layout Layout = sliver_layout::rows>
+void gemm_micro_kernel_fetching_rows(std::size_t kc, const T* __restrict a, const T* __restrict b,
+                                     std::size_t ldb, tile_vectors<T> c, std::size_t ldc, T alpha,
+                                     const T* __restrict bias, bool load_c,
+                                     std::uintptr_t ahead) noexcept {
+  gemm_micro_kernel_body<T, Rows, Layout, false, 0, false, true, 1, true>(
+      kc, a, b, ldb, vectors_at(c, ldc), alpha, bias, load_c, nullptr, ahead);
+}
+
+template <class T>
+using gemm_micro_kernel_fetching_rows_ptr = void (*)(std::size_t, const T*, const T*, std::size_t,
+                                                     tile_vectors<T>, std::size_t, T, const T*,
+                                                     bool, std::uintptr_t) noexcept;
+
+/// gemm_micro_kernel_fetching_rows<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
+template <class T, sliver_layout Layout = sliver_layout::rows>
+gemm_micro_kernel_fetching_rows_ptr<T> gemm_micro_kernel_fetching_rows_for(
+    std::size_t rows) noexcept {
+  static constexpr auto table =
+      table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_fetching_rows_ptr<T> {
+        return &gemm_micro_kernel_fetching_rows<T, r(), Layout>;
+      });
+  return table[rows - 1];
 }
 
 /// gemm_micro_kernel<T, rows, Layout, FetchNext> for a run-time row count 1 <= rows <= mr.

@@ -687,10 +687,13 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
 // AVX2 spread over several panels where B's rows are a multiple of 512 bytes apart, as is the
 // packing kernel's fetch (detail::skews_b_fetch): the same operations in the same order, so C
 // must be, to the bit, the same product computed in column slices of B under b_past_l2_bytes,
-// where every sliver fetches into L1 and no fetch is spread. One sliver of
-// the register tile (mr rows), two, three and direct_b_slivers slivers; B's rows wider than n or
-// a multiple of 4 KiB apart, two k blocks, one block of columns or blocks of 24 (vectors across
-// two), bias and accumulate; nothing outside C written.
+// where every sliver fetches into L1 and no fetch is spread; with AVX-512, two slivers of at most
+// page_packing_rows_most rows at 4 KiB-multiple strides have the first pack each panel for the
+// second (detail::packs_page_panels), against slices that pack B sliver by sliver. One sliver of
+// the register tile (mr rows), two (mr + 1 and 2 page_packing_rows_most rows), three and
+// direct_b_slivers slivers; B's rows wider than n or a multiple of 4 KiB apart, two k blocks, one
+// block of columns or blocks of 24 (vectors across two), bias and accumulate; nothing outside C
+// written.
 BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element_types) {
   namespace d = argus::kernel::detail;
   constexpr std::size_t mr = d::gemm_tile<T>::mr, kc = d::gemm_tile<T>::kc;
@@ -706,15 +709,17 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element
   for (auto& x : a) x = T(dist(rng));
   for (auto& x : b) x = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
-  std::size_t failures = 0, checked = 0, far = 0, skewed = 0;
+  std::size_t failures = 0, checked = 0, far = 0, skewed = 0, packing = 0;
+  constexpr std::size_t packing_most = 2 * d::page_packing_rows_most;
   for (const std::size_t ldb : {n + 5, (n + page) / page * page})
     for (const std::size_t block : {n + 1, std::size_t{24}})
-      for (const std::size_t m : {mr, mr + 1, 2 * mr + 1, tall})
+      for (const std::size_t m : {mr, mr + 1, packing_most, 2 * mr + 1, tall})
         for (const bool accumulate : {false, true}) {
           const std::size_t slivers = (m + mr - 1) / mr;
           far += d::reads_b_in_place<T>(slivers, ldb, k, n) &&
                  !d::direct_b_fetches_near<T>(slivers == 1 ? 0 : 1, slivers, k, n);
           skewed += d::skews_b_fetch<T>(ldb, k, n);
+          packing += d::reads_b_in_place<T>(slivers, ldb, k, n) && d::packs_page_panels<T>(m, ldb);
           ++checked;
           const std::string problem = against_column_slices<T>(
               m, n, k, a.data(), lda, b.data(), ldb, bias.data(), block, accumulate, slice);
@@ -722,9 +727,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(slivers_against_a_b_past_l2_to_the_bit, T, element
             BOOST_ERROR("m " << m << " ldb " << ldb << " block " << block << " accumulate "
                              << accumulate << ": " << problem);
         }
-  BOOST_TEST(checked == 2u * 2 * 4 * 2);
+  BOOST_TEST(checked == 2u * 2 * 5 * 2);
   if constexpr (d::direct_b_far_set) BOOST_TEST(far > 0u);  // some slivers fetch into L2 only
   if constexpr (d::direct_b_fetch_skew > 1) BOOST_TEST(skewed > 0u);  // some spread that fetch
+  // With AVX-512, mr + 1 and packing_most rows at the page stride: the first packs for the second.
+  BOOST_TEST(packing == (argus::kernel::simd_bytes == 64 ? 2u * 2 * 2 : 0u));
   BOOST_TEST(failures == 0u);
 }
 
@@ -747,6 +754,29 @@ BOOST_AUTO_TEST_CASE(which_slivers_fetch_near) {
       BOOST_TEST(d::direct_b_fetches_near<double>(s, slivers, past_d, 1000) == near);
     }
   BOOST_TEST(d::direct_b_far_set == (simd >= 32));
+}
+
+// Where the first of the slivers reading B in place packs each panel for the others
+// (detail::packs_page_panels): with AVX-512 only, two slivers whose first has at most
+// page_packing_rows_most rows (13-18 rows), B's rows a multiple of 4 KiB apart.
+BOOST_AUTO_TEST_CASE(which_slivers_pack_page_panels) {
+  namespace d = argus::kernel::detail;
+  constexpr bool avx512 = argus::kernel::simd_bytes == 64;
+  constexpr std::size_t mr = d::gemm_tile<float>::mr;
+  BOOST_TEST(d::page_packing_rows_most == 9u);
+  static_assert(d::page_packing_rows_most >= d::packing_rows_lowest<float> &&
+                d::page_packing_rows_most >= d::packing_rows_lowest<double>);
+  for (std::size_t m = 1; m <= 4 * mr; ++m) {
+    const bool two = m > mr && m <= 2 * mr && (m + 1) / 2 <= d::page_packing_rows_most;
+    BOOST_TEST(d::packs_page_panels<float>(m, 1024) == (avx512 && two), m);
+    BOOST_TEST(d::packs_page_panels<float>(m, 2048) == (avx512 && two), m);
+    BOOST_TEST(!d::packs_page_panels<float>(m, 1040), m);
+    BOOST_TEST(!d::packs_page_panels<float>(m, 1600), m);
+  }
+  BOOST_TEST(d::packs_page_panels<float>(13, 1024) == avx512);
+  BOOST_TEST(d::packs_page_panels<float>(18, 1024) == avx512);
+  BOOST_TEST(!d::packs_page_panels<float>(19, 1024));
+  BOOST_TEST(d::packs_page_panels<double>(13, 512) == avx512);  // 4 KiB of doubles
 }
 
 // Which products on prepacked panels run panel by panel (detail::gemm_prepacked_block): those of
