@@ -31,25 +31,25 @@
 // they read the row (gemm_micro_kernel_direct_b; with AVX2's one-line panels the first sliver
 // two panels at every other one, direct_b_fetch_group; against a B past L2 the slivers after the
 // first fetch nothing into L1, direct_b_fetches_near, and with AVX2, where B's rows are a multiple
-// of 512 bytes apart, spread that fetch over several panels, skews_b_fetch); so does a product
-// of as few slivers on prepacked panels, each sliver fetching the next panel
-// (gemm_prepacked_block, gemm_micro_kernel<..., FetchNext>; with more slivers, the first); one
-// sliver of a few
-// rows covers several panels per sweep of B's rows (gemm_micro_kernel_direct_b_rows; one row
-// with 256 bytes of a row per k step, against one panel at a time, 1.13x faster with AVX-512,
-// 1.59x with AVX2, whose panels are one cache line wide; AVX-512 now reads 1 KiB for one row,
-// and up to 8 rows read more than a panel's 2 vectors: direct_b_row_vectors). Measured on
-// an Intel Xeon (family 6 model 207), one thread, (m x 512) . (512 x 512), bench/ab/ab.sh,
-// against packing: m 1 2.1x faster with AVX-512 and 2.3x with AVX2, m 12 1.7x (AVX2 m 6
-// 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48 1.00-1.15x; W 2048 x 2048 (from L3): m 1
-// 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x.
-// Against rows a multiple of 4 KiB apart, several slivers pack B unless B is large
-// (reads_b_in_place; docs/performance.md). Against a B of b_from_memory_bytes or more (some
-// from b_past_l2_bytes: a B a core's L2 does not hold, which a model's layers read from memory),
-// the kernels of one sliver of a few rows fetch a whole call ahead (rows_fetch_a_call_ahead),
-// and one or two rows with AVX2 or AVX-512 read B row by row instead (gemm_row_sweep); 7-8 rows
-// with AVX-512 take the register tile below that (few_rows_read_for).
-// Tile and block sizes, and the measurements that chose them, are in gemm_microkernel.hpp.
+// of 512 bytes apart, spread that fetch over several panels, skews_b_fetch; with AVX-512, where
+// B's rows are a multiple of 4 KiB apart, the first of two short slivers packs each panel for the
+// second, packs_page_panels); so does a product of as few slivers on prepacked panels, each
+// sliver fetching the next panel (gemm_prepacked_block, gemm_micro_kernel<..., FetchNext>; with
+// more slivers, the first); one sliver of a few rows covers several panels per sweep of B's rows
+// (gemm_micro_kernel_direct_b_rows; one row with 256 bytes of a row per k step, against one panel
+// at a time, 1.13x faster with AVX-512, 1.59x with AVX2, whose panels are one cache line wide;
+// AVX-512 now reads 1 KiB for one row, and up to 8 rows read more than a panel's 2 vectors:
+// direct_b_row_vectors). Measured on an Intel Xeon (family 6 model 207), one thread, (m x 512) .
+// (512 x 512), bench/ab/ab.sh, against packing: m 1 2.1x faster with AVX-512 and 2.3x with AVX2, m
+// 12 1.7x (AVX2 m 6 1.6x), m 16 1.22-1.39x, m 24 1.18-1.33x, m 48 1.00-1.15x; W 2048 x 2048 (from
+// L3): m 1 1.4x, m 12 1.16x, but the AVX2 kernels' m 6 0.97x. Against rows a multiple of 4 KiB
+// apart, several slivers pack B unless B is large (reads_b_in_place; docs/performance.md). Against
+// a B of b_from_memory_bytes or more (some from b_past_l2_bytes: a B a core's L2 does not hold,
+// which a model's layers read from memory), the kernels of one sliver of a few rows fetch a whole
+// call ahead (rows_fetch_a_call_ahead), and one or two rows with AVX2 or AVX-512 read B row by row
+// instead (gemm_row_sweep); 7-8 rows with AVX-512 take the register tile below that
+// (few_rows_read_for). Tile and block sizes, and the measurements that chose them, are in
+// gemm_microkernel.hpp.
 //
 // Measured, one thread, fp32, on a 2-core AVX-512 Xeon VM whose measured FMA peak is
 // 175 GFLOP/s (best of repeated 5 ms runs, by thread CPU time; the machine was shared):
