@@ -319,6 +319,22 @@ bool vector_destinations(T* c, std::size_t col, std::size_t count, std::size_t c
 /// where it lies (gemm_direct_b_block) instead of packing it.
 inline constexpr std::size_t direct_b_slivers = 4;
 
+/// Every sliver of A's k block (element (i, p) at a[i * lda + p], or a[p * lda + i] for Layout
+/// steps: Aᵀ) that `cut` makes, packed one after another into dst, mr x kc elements apart: the
+/// slivers of the products that read B panel by panel (gemm_direct_b_block,
+/// gemm_prepacked_block).
+template <class T, sliver_layout Layout>
+void pack_a_slivers(const sliver_cut& cut, std::size_t kc, const T* a, std::size_t lda,
+                    T* dst) noexcept {
+  constexpr std::size_t sliver_size = gemm_tile<T>::mr * gemm_tile<T>::kc;
+  for (std::size_t s = 0, ir = 0; s < cut.count; ir += cut.rows(s), ++s) {
+    if constexpr (Layout == sliver_layout::steps)
+      pack_a_sliver_steps(cut.rows(s), kc, a + ir, lda, dst + s * sliver_size);
+    else
+      pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, dst + s * sliver_size);
+  }
+}
+
 /// Whether a row-major B's rows are a multiple of 4 KiB apart (row stride ldb), which maps
 /// the same column of every row onto the same few sets of L1.
 template <class T>
@@ -579,12 +595,7 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
   assert(slivers <= direct_b_slivers);
   T* const packed = buffers.b;
   T* const panel = buffers.b + direct_b_slivers * sliver_size;
-  for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
-    if constexpr (Layout == sliver_layout::steps)
-      pack_a_sliver_steps(cut.rows(s), kc, a + ir, lda, packed + s * sliver_size);
-    else
-      pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
-  }
+  pack_a_slivers<T, Layout>(cut, kc, a, lda, packed);
   const auto direct_for = [&](std::size_t rows, bool fetch_near) {
     if constexpr (direct_b_far_set) {  // no such kernel instantiated where none is taken
       constexpr std::size_t skew = direct_b_fetch_skew;
@@ -723,12 +734,7 @@ void gemm_prepacked_block(std::size_t m, std::size_t kc, std::size_t nc, const T
   const std::size_t slivers = cut.count;
   assert(prepacked_by_panel(slivers));
   T* const packed = buffers.b;
-  for (std::size_t s = 0, ir = 0; s < slivers; ir += cut.rows(s), ++s) {
-    if constexpr (Layout == sliver_layout::steps)
-      pack_a_sliver_steps(cut.rows(s), kc, a + ir, lda, packed + s * sliver_size);
-    else
-      pack_a_sliver(cut.rows(s), kc, a + ir * lda, lda, packed + s * sliver_size);
-  }
+  pack_a_slivers<T, Layout>(cut, kc, a, lda, packed);
   const auto tall_kernel = gemm_micro_kernel_for<T, Layout, true>(cut.tall_rows);
   const auto short_kernel = gemm_micro_kernel_for<T, Layout, true>(cut.short_rows);
   for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
