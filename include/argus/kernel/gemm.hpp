@@ -25,7 +25,9 @@
 // 1.02-1.03x, m 1024-4096 1.00-1.02x. A product of a few slivers (m <= 4 mr: tokens being
 // decoded, a short prompt) packs no row-major B: the copy would cost about what the product
 // reads, so the micro-kernel reads B's whole panels where they lie, fetching its rows ahead
-// (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit). With several
+// (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit), k block by k
+// block over all of C's columns (for jc is dropped: few slivers keep no block of B in L2 for
+// long, and B is then read in the order it lies). With several
 // slivers, each panel is read by all of them before the next (the first from wherever B lies,
 // the others from cache); the register tile's kernels fetch each row's next panel into L2 as
 // they read the row (gemm_micro_kernel_direct_b; with AVX2's one-line panels the first sliver
@@ -566,13 +568,30 @@ struct direct_b_fetching {
   bool first_near, later_near, skewed, packs_pages;
 };
 
-/// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of
-/// C = alpha A B for at most direct_b_slivers slivers of A, with a row-major B read where it
-/// lies: a is A's k block (element (i, p) at a[i * lda + p], or a[p * lda + i] for Layout
-/// steps: Aᵀ), b is B's (row p, column jc) element. The slivers are packed first, one after
-/// another, into the B buffer (which this path does not use); then each panel of B is read
-/// in place by every sliver in turn, so that the first reads it from wherever B lies (its rows
-/// fetched ahead) and the others from cache (L1, or L2 where B's row stride maps the panel's
+/// The columns of a k block n wide that one sliver's rows kernel covers
+/// (gemm_micro_kernel_direct_b_rows, row_vectors vectors of each row of B a call): as many calls
+/// as leave the columns after them whole panels for the register tile, but for the last
+/// vector's (partial, or odd where no count of calls leaves whole panels). 7 and 8 rows with
+/// AVX-512 and 4 with AVX2 read an odd count of vectors a call: of n 1024 with AVX-512, 20
+/// calls of 48 columns and two panels, not 21 and half a panel, which gemm_direct_b_block
+/// packs and multiplies apart (gemm_gathered_tile; on the Zen 5 machine 8 rows against
+/// 1024 x 1024 from L3 took 1.08x as long with that half panel in every k block).
+template <class T>
+constexpr std::size_t rows_kernel_columns(std::size_t n, std::size_t row_vectors) noexcept {
+  static_assert(gemm_tile<T>::nv == 2, "whole panels: an even count of vectors");
+  const std::size_t vectors = n / gemm_tile<T>::width;
+  std::size_t calls = vectors / row_vectors;
+  if (calls > 0 && (vectors - calls * row_vectors) % 2 != 0 && row_vectors % 2 != 0) --calls;
+  return calls * row_vectors * gemm_tile<T>::width;
+}
+
+/// One k block (kc deep) of C = alpha A B over all of C's n columns (gemm runs a product of few
+/// slivers k block by k block) for at most direct_b_slivers slivers of A, with
+/// a row-major B read where it lies: a is A's k block (element (i, p) at a[i * lda + p], or
+/// a[p * lda + i] for Layout steps: Aᵀ), b is B's (row p, column 0) element. The slivers are packed
+/// first, one after another, into the B buffer (which this path does not use); then each panel of B
+/// is read in place by every sliver in turn, so that the first reads it from wherever B lies (its
+/// rows fetched ahead) and the others from cache (L1, or L2 where B's row stride maps the panel's
 /// rows onto few sets of L1). A tile whose vectors each lie in one of C's column blocks is
 /// stored vector by vector (vector_destinations); one narrower than a panel, or with a vector
 /// straddling two blocks, packs its panel (after the slivers) and goes through
@@ -581,10 +600,10 @@ struct direct_b_fetching {
 /// kernels fetching a whole call ahead). fetching: how the register tile's kernels fetch B.
 /// Each element of C gets the packed product's operations in the same order: the same bits.
 template <class T, sliver_layout Layout>
-void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a, std::size_t lda,
-                         const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t jc,
-                         std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
-                         bool load_c, few_rows_read rows_read, direct_b_fetching fetching,
+void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t n, const T* a, std::size_t lda,
+                         const T* b, std::size_t ldb, T* c, std::size_t ldc, std::size_t c_block,
+                         std::size_t c_block_stride, T alpha, const T* bias, bool load_c,
+                         few_rows_read rows_read, direct_b_fetching fetching,
                          gemm_buffers<T>& buffers) noexcept {
   using tile = gemm_tile<T>;
   static_assert((direct_b_slivers * tile::mr + tile::nr) * tile::kc <= gemm_buffers<T>::b_size,
@@ -633,6 +652,7 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
           ? gemm_micro_kernel_direct_b_rows_for<T, Layout>(m, rows_read)
           : rows_pick{nullptr, 0};
   const std::size_t row_cols = row_vectors * tile::width;
+  const std::size_t rows_end = rows_kernel ? rows_kernel_columns<T>(n, row_vectors) : 0;
   // Where the first sliver packs each whole panel for the others (fetching.packs_pages): its
   // kernel, and theirs, which fetch the next panel of B where it lies.
   const auto packing =
@@ -645,10 +665,10 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t nc, const T*
                                   : nullptr;
   // panel_index counts the passes; with several slivers (the only use of it) each pass is one
   // panel, so it is the index of the panel at jr.
-  for (std::size_t jr = 0, panel_index = 0; jr < nc; ++panel_index) {
-    const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
+  for (std::size_t jr = 0, panel_index = 0; jr < n; ++panel_index) {
+    const std::size_t col = jr, cols = std::min(tile::nr, n - jr);
     const T* tile_bias = bias ? bias + jr : nullptr;
-    if (rows_kernel && jr + row_cols <= nc) {
+    if (rows_kernel && jr + row_cols <= rows_end) {
       T* row[direct_b_row_vectors<T, 1>];
       if (vector_destinations(c, col, row_vectors, c_block, c_block_stride, row)) {
         rows_kernel(kc, packed, b + jr, ldb, row, ldc, alpha, tile_bias, load_c);
@@ -703,13 +723,13 @@ constexpr bool prepacked_by_panel(std::size_t slivers) noexcept {
   return slivers <= prepacked_panel_slivers;
 }
 
-/// One k block (kc deep) of one block of C's columns (nc wide, from column jc) of C = alpha A B
-/// for at most prepacked_panel_slivers slivers of A, on prepacked panels (pack_b_blocked): the
-/// block's panels lie one after another from `panels`, kc x nr each. The slivers are packed
-/// first into the B buffer (which a product on prepacked panels does not use); then each panel
-/// is multiplied by every sliver in turn, each fetching the next panel into L2 as it goes
-/// (gemm_micro_kernel's FetchNext): the first reads the panel from wherever B lies, the others
-/// from cache. Few slivers are bound by the memory: sliver by sliver over a 512 KiB block
+/// One k block (kc deep) of C = alpha A B over all of C's n columns (as gemm runs it: k block
+/// by k block) for at most prepacked_panel_slivers slivers of A, on prepacked panels
+/// (pack_b_blocked): the block's panels lie one after another from `panels`, kc x nr each. The
+/// slivers are packed first into the B buffer (which a product on prepacked panels does not use);
+/// then each panel is multiplied by every sliver in turn, each fetching the next panel into L2 as
+/// it goes (gemm_micro_kernel's FetchNext): the first reads the panel from wherever B lies, the
+/// others from cache. Few slivers are bound by the memory: sliver by sliver over a 512 KiB block
 /// (gemm's loop nest for more), the first sliver's pass asked for the next panel's lines faster
 /// than the memory brought them and the others then ran on the block in L2 with nothing
 /// streaming; so, with every sliver asking for the rest, the memory streams under all their
@@ -722,10 +742,10 @@ constexpr bool prepacked_by_panel(std::size_t slivers) noexcept {
 /// slivers on prepacked panels run panel by panel"). Each element of C gets the same operations
 /// in the same order either way: the same bits.
 template <class T, sliver_layout Layout>
-void gemm_prepacked_block(std::size_t m, std::size_t kc, std::size_t nc, const T* a,
-                          std::size_t lda, const T* panels, T* c, std::size_t ldc, std::size_t jc,
-                          std::size_t c_block, std::size_t c_block_stride, T alpha, const T* bias,
-                          bool load_c, gemm_buffers<T>& buffers) noexcept {
+void gemm_prepacked_block(std::size_t m, std::size_t kc, std::size_t n, const T* a, std::size_t lda,
+                          const T* panels, T* c, std::size_t ldc, std::size_t c_block,
+                          std::size_t c_block_stride, T alpha, const T* bias, bool load_c,
+                          gemm_buffers<T>& buffers) noexcept {
   using tile = gemm_tile<T>;
   static_assert(prepacked_panel_slivers * tile::mr * tile::kc <= gemm_buffers<T>::b_size,
                 "the slivers must fit the B buffer");
@@ -737,8 +757,8 @@ void gemm_prepacked_block(std::size_t m, std::size_t kc, std::size_t nc, const T
   pack_a_slivers<T, Layout>(cut, kc, a, lda, packed);
   const auto tall_kernel = gemm_micro_kernel_for<T, Layout, true>(cut.tall_rows);
   const auto short_kernel = gemm_micro_kernel_for<T, Layout, true>(cut.short_rows);
-  for (std::size_t jr = 0; jr < nc; jr += tile::nr) {
-    const std::size_t col = jc + jr, cols = std::min(tile::nr, nc - jr);
+  for (std::size_t jr = 0; jr < n; jr += tile::nr) {
+    const std::size_t col = jr, cols = std::min(tile::nr, n - jr);
     const T* tile_bias = bias ? bias + jr : nullptr;
     const T* panel = panels + jr * kc;
     T* vectors[tile::nv];
@@ -979,6 +999,39 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
                                    direct_b_fetches_near<T>(1, slivers, k, n),
                                    skews_b_fetch<T>(ldb, k, n), packs_page_panels<T>(m, ldb)};
 
+  // A product of few slivers, reading a row-major B in place or prepacked panels panel by panel,
+  // runs k block by k block over all of C's columns, not column block by column block as the
+  // loop nest below, which keeps a packed block of B in L2 for many slivers: few read each panel
+  // once. So B is read in the order it lies (prepacked: one stream from first panel to last; a
+  // row-major B: kc whole rows at a time), each kernel's fetch of the next panel fetches the one
+  // read next, but at a k block's end, rather than at every block of columns' (512 KiB), and C,
+  // m rows of n, is read back once per k block (from L1 or L2: at most 4 mr rows). AMD EPYC Zen
+  // 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3] HEAD WORKTREE
+  // gemm|packed M ROUNDS N K`, W 768 x 768 to 11008 x 4096, from memory (ARGUS_AB_COPIES) and
+  // from L3, the same bits: in place, m 3-48, AVX-512 1.00-1.18x faster (from memory m 4-24
+  // 1.02-1.12x), AVX2 0.97-1.29x (m 3-8 against 2560 x 2560 and larger 1.04-1.23x); prepacked,
+  // m 1-48, AVX-512 1.01-1.20x, AVX2 1.01-1.21x; W 512 x 512 (one block of columns: the same
+  // calls) 0.97-1.02x from run to run. GPT-2 XL's, Phi-2's and GQA 4096's layers at n 4-16,
+  // 1 and 2 threads, 3-8 % faster (AVX2 GPT-2 XL n 4 1.2x; docs/performance.md, "Few slivers
+  // run k block by k block").
+  if ((panels != nullptr && prepacked_by_panel(slivers)) || in_place) {
+    for (std::size_t pc = 0; pc < k; pc += kc_block) {
+      const std::size_t kc = std::min(kc_block, k - pc);
+      const bool first = pc == 0;
+      const T* block_a = a + (TransposedA ? pc * lda : pc);
+      const T* block_bias = first ? bias : nullptr;
+      const bool load_c = !first || accumulate;
+      if (panels != nullptr)
+        gemm_prepacked_block<T, a_layout>(
+            m, kc, n, block_a, lda, panels + pc * packed_width<T>(panels_n) + panels_col0 * kc, c,
+            ldc, c_block, c_block_stride, alpha, block_bias, load_c, buffers);
+      else
+        gemm_direct_b_block<T, a_layout>(m, kc, n, block_a, lda, b + pc * ldb, ldb, c, ldc, c_block,
+                                         c_block_stride, alpha, block_bias, load_c, rows_read,
+                                         fetching, buffers);
+    }
+    return;
+  }
   for (std::size_t jc = 0; jc < n; jc += tile::nc) {
     const std::size_t nc = std::min(tile::nc, n - jc);
     for (std::size_t pc = 0; pc < k; pc += kc_block) {
@@ -988,20 +1041,6 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
       const bool first = pc == 0;
       const bool load_c = !first || accumulate;
       const T* block_bias = first && bias ? bias + jc : nullptr;
-
-      if (panels != nullptr && prepacked_by_panel(slivers)) {
-        gemm_prepacked_block<T, a_layout>(
-            m, kc, nc, a + (TransposedA ? pc * lda : pc), lda,
-            panels + pc * packed_width<T>(panels_n) + (panels_col0 + jc) * kc, c, ldc, jc, c_block,
-            c_block_stride, alpha, block_bias, load_c, buffers);
-        continue;
-      }
-      if (in_place) {
-        gemm_direct_b_block<T, a_layout>(
-            m, kc, nc, a + (TransposedA ? pc * lda : pc), lda, b + pc * ldb + jc, ldb, c, ldc, jc,
-            c_block, c_block_stride, alpha, block_bias, load_c, rows_read, fetching, buffers);
-        continue;
-      }
 
       for (std::size_t s = 0, ir = 0; s < slivers; ++s) {
         const std::size_t rows = cut.rows(s);

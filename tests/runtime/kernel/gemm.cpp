@@ -433,9 +433,12 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(nn_split_prepacked_is_nn_split_to_the_bit, T, elem
   constexpr std::size_t by_panel = d::prepacked_panel_slivers * mr;  // the most rows by panel
   BOOST_TEST(d::prepacked_by_panel(d::sliver_cut::of<T>(by_panel).count));
   BOOST_TEST(!d::prepacked_by_panel(d::sliver_cut::of<T>(by_panel + 1).count));
+  // Wider than the loop nest's block of columns: the products of few slivers run k block by k
+  // block over all of them.
+  constexpr std::size_t wider = d::gemm_tile<T>::nc + nr + 5;
   for (const std::size_t m :
        {std::size_t{1}, mr + 1, std::size_t{13}, by_panel, std::size_t{40}, packing})
-    for (const std::size_t total : {nr - 3, 3 * nr + 5, std::size_t{192}})
+    for (const std::size_t total : {nr - 3, 3 * nr + 5, std::size_t{192}, wider})
       for (const std::size_t k : {std::size_t{5}, kc + 44, 2 * kc + 88}) {  // 1, 2, 3 k blocks
         std::vector<T> a(m * k), b(k * total), bias(total);
         for (auto& x : a) x = T(dist(rng));
@@ -506,8 +509,11 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
   // same A's first rows against it. n `wide` lets one sliver of a few rows cover its
   // direct_b_row_vectors vectors (detail::gemm_micro_kernel_direct_b_rows) at least twice,
   // across blocks of 64 columns (heads) too.
+  // n `wider` is more than the loop nest's block of columns: a product of few slivers runs
+  // k block by k block over all of them.
   constexpr std::size_t wide = 2 * d::direct_b_row_vectors<T, 1> * d::gemm_tile<T>::width + nr + 5;
-  for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}, wide})
+  constexpr std::size_t wider = d::gemm_tile<T>::nc + nr + 5;
+  for (const std::size_t n : {nr, 3 * nr + 5, std::size_t{200}, wide, wider})
     for (const std::size_t k : {std::size_t{7}, kc + 44, 2 * kc + 88})  // 1, 2, 3 k blocks
       for (const std::size_t block : {n + 1, std::size_t{64}, std::size_t{3}})
         for (const bool accumulate : {false, true}) {
@@ -559,7 +565,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_slivers_read_b_in_place_to_the_bit, T, element
                                << tall << " rows");
           }
         }
-  BOOST_TEST(checked == heights.size() * 4 * 3 * 3 * 2);
+  BOOST_TEST(checked == heights.size() * 5 * 3 * 3 * 2);
   BOOST_TEST(heights.size() > mr);  // some products of several slivers
   BOOST_TEST(failures == 0u);
 }
@@ -915,6 +921,41 @@ BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
                (d::row_sweep_set && argus::kernel::simd_bytes != 64));
   }
   BOOST_TEST(!d::sweeps_b_rows<float>(d::row_sweep_most + 1, 4 * large, 1000));
+}
+
+// How far one sliver's rows kernel runs along a k block n columns wide
+// (detail::rows_kernel_columns): whole calls, leaving the register tile whole panels and the
+// last vector's columns, as many calls as that allows; for every height and width of the rows
+// kernels of this set.
+BOOST_AUTO_TEST_CASE(which_columns_the_rows_kernel_covers) {
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t w = d::gemm_tile<float>::width, nv = d::gemm_tile<float>::nv;
+  const auto check = [&](std::size_t rows, std::size_t vectors_a_call) {
+    for (std::size_t n = 1; n <= 40 * w + 3; ++n) {
+      const std::size_t covered = d::rows_kernel_columns<float>(n, vectors_a_call);
+      const std::size_t calls = covered / (vectors_a_call * w), vectors = n / w;
+      BOOST_TEST(covered % (vectors_a_call * w) == 0u);
+      BOOST_TEST(covered <= vectors * w);
+      // The vectors left: whole panels, but for one where no count of calls leaves them so.
+      const std::size_t left = vectors - calls * vectors_a_call;
+      const bool whole = left % nv == 0;
+      BOOST_TEST((whole || vectors_a_call % nv == 0 || calls == 0),
+                 "rows " << rows << " n " << n << ": " << left << " vectors left");
+      // As many calls as that allows: one more leaves too few vectors or not whole panels.
+      const std::size_t more = calls + 1;
+      BOOST_TEST((more * vectors_a_call > vectors ||
+                  (whole && (vectors - more * vectors_a_call) % nv != 0)),
+                 "rows " << rows << " n " << n << ": " << calls << " calls, one more fits");
+    }
+  };
+  check(1, d::direct_b_row_vectors<float, 1>);
+  [&]<std::size_t... R>(std::index_sequence<R...>) {
+    (check(R + 2, d::direct_b_row_vectors<float, R + 2>), ...);
+  }
+  (std::make_index_sequence<d::direct_b_rows_most<float> - 1>{});
+  // AVX-512's 8 rows (3 vectors a call) against 1024 columns: 20 calls and two panels.
+  if constexpr (argus::kernel::simd_bytes == 64)
+    BOOST_TEST(d::rows_kernel_columns<float>(1024, d::direct_b_row_vectors<float, 8>) == 960u);
 }
 
 // Which products read B in place: one sliver whatever B's stride; up to direct_b_slivers
