@@ -1005,8 +1005,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   // once. So B is read in the order it lies (prepacked: one stream from first panel to last; a
   // row-major B: kc whole rows at a time), each kernel's fetch of the next panel fetches the one
   // read next, but at a k block's end, rather than at every block of columns' (512 KiB), and C,
-  // m rows of n, is read back once per k block (from L1 or L2: at most 4 mr rows). AMD EPYC Zen
-  // 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3] HEAD WORKTREE
+  // m rows of n, is read back once per k block from cache (48 rows of 11008 columns: 2 MiB). AMD
+  // EPYC Zen 5 (family 26 model 2), one thread, `bench/ab/ab.sh [--march=x86-64-v3] HEAD WORKTREE
   // gemm|packed M ROUNDS N K`, W 768 x 768 to 11008 x 4096, from memory (ARGUS_AB_COPIES) and
   // from L3, the same bits: in place, m 3-48, AVX-512 1.00-1.18x faster (from memory m 4-24
   // 1.02-1.12x), AVX2 0.97-1.29x (m 3-8 against 2560 x 2560 and larger 1.04-1.23x); prepacked,
