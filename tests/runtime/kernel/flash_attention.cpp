@@ -349,6 +349,27 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(decode_shapes_split_the_keys, T, scalar_types) {
   }
 }
 
+// Few rows take score_dots (dot products along d, a transpose per block of keys). Every row
+// count a decode item can hand it, a group of query heads over one K/V head: 1 to dot_rows
+// rows, head widths that fill whole registers or leave a partial one, keys that fill the last
+// block of keys or not.
+BOOST_AUTO_TEST_CASE_TEMPLATE(every_row_count_of_few_rows, T, scalar_types) {
+  namespace kd = argus::kernel::detail;
+  std::mt19937_64 rng(31);
+  constexpr std::size_t most = kd::flash_blocking<T>::dot_rows;
+  std::size_t checked = 0;
+  for (std::size_t group = 1; group <= most; ++group)
+    for (const std::size_t d : {std::size_t{20}, std::size_t{64}, std::size_t{72}}) {
+      config c;
+      c.heads = group, c.kv_heads = 1, c.seq_q = 1, c.seq_kv = 61 + group, c.d_k = d,
+      c.d_v = d == 20 ? 24 : d;
+      c.threads = 1 + group % 2;
+      check<T>(c, rng);
+      ++checked;
+    }
+  BOOST_TEST(checked == most * 3);
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(grouped_query_attention_split_over_items, T, scalar_types) {
   std::mt19937_64 rng(29);
   for (std::size_t threads : {1, 2, 3})
