@@ -19,8 +19,9 @@
 //                     (Both run broadcast_product, the one loop of broadcasts times
 //                     registers of queries; they differ in which index of K or V is
 //                     contiguous, and in their prologue and epilogue.)
-//   score_dots        tiles of few rows (decode): dot products along d, a register of
-//                     partial sums per key, a width × width transpose per block of keys.
+//   score_dots        tiles of few rows (decode): dot products along d, four rows and
+//                     width / 4 keys a block, a register of partial sums per (key, row),
+//                     transpose_sum per block (docs/performance.md, "Decoding from memory").
 //   value_block       tiles of few rows: the accumulator is (rows, DVP), d_v on lanes
 //                     (registers of queries would be mostly empty lanes); row_block ×
 //                     col_vectors = 6 × 4; per key: 4 loads of a V row, 6 broadcasts of P.
@@ -343,59 +344,122 @@ inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t
   score_columns<T, qv, DK>(n, k, k_row, qt, d_k, st, top);
 }
 
-/// Σ_c q[c] · k[c] for c < d, left as one register of partial sums.
-template <class T, std::size_t DK>
-inline simd<T> dot_partials(const T* q, const T* k, std::size_t d_k) noexcept {
-  using V = simd<T>;
-  constexpr std::size_t w = V::width;
-  const std::size_t d = DK != 0 ? DK : d_k;
-  V a0 = V::zero(), a1 = V::zero();
-  std::size_t c = 0;
-#pragma GCC unroll 4
-  for (; c + 2 * w <= d; c += 2 * w) {
-    a0 = fma(V::load(q + c), V::load(k + c), a0);
-    a1 = fma(V::load(q + c + w), V::load(k + c + w), a1);
+/// Bytes of K ahead of the keys being scored that key_stream::fetch asks for (into L1).
+inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
+
+/// A decode item's K and V read once, from memory (flash_attention.hpp's streams_from_memory):
+/// as score_dots scores a block of keys, it fetches K's rows key_fetch_ahead_bytes further on
+/// into L1 and the same keys' V rows into L2, which the value product reads next. The
+/// hardware's prefetchers alone left the loads waiting: one query of 32 heads over 8 K/V heads
+/// of d 128, 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them and the four-row
+/// blocks of score_dots (docs/performance.md, "Decoding from memory"). The addresses are
+/// integers: rows past the last key are fetched, never read.
+struct key_stream {
+  std::uintptr_t k;                            // the tile's first K row
+  std::uintptr_t v;                            // and V row
+  std::size_t n;                               // the tile's keys
+  std::size_t k_row, v_row, k_bytes, v_bytes;  // row strides and row lengths, in bytes
+
+  /// For keys [j0, j1) of the tile: K's rows key_fetch_ahead_bytes on (at least j1 - j0 keys),
+  /// and their own V rows.
+  [[gnu::always_inline]] void fetch(std::size_t j0, std::size_t j1) const noexcept {
+    const std::size_t ahead = std::max(j1 - j0, key_fetch_ahead_bytes / k_bytes);
+    for (std::size_t j = j0; j < j1; ++j) {
+      for (std::size_t x = 0; x < k_bytes; x += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(k + (j + ahead) * k_row + x), 0, 3);
+      if (j < n)
+        for (std::size_t x = 0; x < v_bytes; x += 64)
+          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 2);
+    }
   }
-  if (c + w <= d) a0 = fma(V::load(q + c), V::load(k + c), a0), c += w;
-  if (c < d) a1 = fma(V::load_partial(q + c, d - c), V::load_partial(k + c, d - c), a1);
-  return a0 + a1;
+};
+
+/// The scores of R rows against keys [0, n), as score_dots says, R rows (q[0..R)) and w / R
+/// keys a block (w = the register width): one register of partial sums per (key, row) pair, w
+/// of them, each loaded vector of K multiplied by the R rows' and each of Q by the block's keys;
+/// a transpose turns them into one register whose lane u · R + r holds key u's score for row r.
+/// top[r] gets row r's greatest score.
+template <class T, std::size_t DK, std::size_t R>
+[[gnu::always_inline]] inline void score_dot_rows(const T* const* q, T scale, std::size_t d_k,
+                                                  std::size_t n, const T* k, std::size_t k_row,
+                                                  T* st, T* top,
+                                                  const key_stream* stream) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile, keys = w / R;
+  static_assert(R >= 1 && w % R == 0);
+  const std::size_t d = DK != 0 ? DK : d_k;
+  V best = V::broadcast(-std::numeric_limits<T>::infinity());
+  for (std::size_t j = 0; j < n; j += keys) {
+    // The last block repeats key n - 1 in its missing lanes (never stored).
+    const T* kj[keys];
+#pragma GCC unroll 16
+    for (std::size_t u = 0; u < keys; ++u) kj[u] = k + std::min(j + u, n - 1) * k_row;
+    if (stream != nullptr) stream->fetch(j, j + keys);
+    V part[w];
+#pragma GCC unroll 16
+    for (std::size_t x = 0; x < w; ++x) part[x] = V::zero();
+    std::size_t c = 0;
+    const auto chunk = [&](auto load) __attribute__((always_inline)) {
+      V qv[R];
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < R; ++r) qv[r] = load(q[r] + c);
+#pragma GCC unroll 16
+      for (std::size_t u = 0; u < keys; ++u) {
+        const V kv = load(kj[u] + c);
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < R; ++r) part[u * R + r] = fma(qv[r], kv, part[u * R + r]);
+      }
+    };
+      // Two steps unrolled: eight let the compiler hoist later steps' loads, and with 8 rows at d
+      // 128 it reloaded Q inside the block (1.25x as long; four steps 1.03x; Zen 5).
+#pragma GCC unroll 2
+    for (; c + w <= d; c += w)
+      chunk([](const T* x) __attribute__((always_inline)) { return V::load(x); });
+    if (c < d) chunk([rest = d - c](const T* x) { return V::load_partial(x, rest); });
+    const V x = transpose_sum(part) * V::broadcast(scale);
+    best = max(best, x);  // the repeated key n - 1 is one of the tile's
+    alignas(buffer_alignment) T lane[w];
+    x.store(lane);
+    const std::size_t stored = std::min(keys, n - j);
+#pragma GCC unroll 16
+    for (std::size_t u = 0; u < keys; ++u) {
+      if (u >= stored) break;
+      std::memcpy(st + (j + u) * tile, lane + u * R, R * sizeof(T));
+    }
+  }
+  alignas(buffer_alignment) T lane[w];
+  best.store(lane);
+  for (std::size_t r = 0; r < R; ++r) {
+    T m = lane[r];
+    for (std::size_t u = 1; u < keys; ++u) m = std::max(m, lane[u * R + r]);
+    top[r] = m;
+  }
 }
 
 /// Scores of a tile with few rows, as dot products along d: st[j][r] = scale · q[r]·k_j for
-/// r < rows, j < n, and top[r] = max_j (q[r] points at query row r, read in place). Each
-/// block of `width` keys leaves one register of partial sums per key; a transpose turns them
-/// into `width` registers whose sum holds the block's scores, one key per lane. Lanes from
-/// rows up to the next whole register are set to 0 (the softmax runs over whole registers).
+/// r < rows, j < n, and top[r] = max_j (q[r] points at query row r, read in place). Rows are
+/// taken four at a time (then two, one): each vector of K loaded once for them all, each of Q
+/// once for a block of keys (score_dot_rows); with `stream`, the first rows' pass fetches K
+/// and V ahead as it goes. Lanes from rows up to the next whole register are set to 0 (the
+/// softmax runs over whole registers).
 template <class T, std::size_t DK>
 void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, std::size_t n,
-                const T* k, std::size_t k_row, T* st, T* top) noexcept {
+                const T* k, std::size_t k_row, T* st, T* top,
+                const key_stream* stream = nullptr) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  constexpr std::size_t most = std::min<std::size_t>(4, w);
   const std::size_t lanes = flash_blocking<T>::padded(rows);
   for (std::size_t j = 0; j < n; ++j) V::zero().store(st + j * tile + lanes - w);
-  for (std::size_t r = 0; r < rows; ++r) {
-    V best = V::broadcast(-std::numeric_limits<T>::infinity());
-    for (std::size_t j = 0; j < n; j += w) {
-      // The last block repeats key n - 1 in its missing lanes (never stored).
-      V part[w];
-#pragma GCC unroll 16
-      for (std::size_t u = 0; u < w; ++u)
-        part[u] = dot_partials<T, DK>(q[r], k + std::min(j + u, n - 1) * k_row, d_k);
-      transpose(part);
-#pragma GCC unroll 16
-      for (std::size_t u = 1; u < w; u *= 2)  // pairwise sum of the w registers
-#pragma GCC unroll 16
-        for (std::size_t x = 0; x + u < w; x += 2 * u) part[x] += part[x + u];
-      const V x = part[0] * V::broadcast(scale);
-      best = max(best, x);
-      if (j + w <= n) {
-#pragma GCC unroll 16
-        for (std::size_t u = 0; u < w; ++u) st[(j + u) * tile + r] = x[u];
-      } else {
-        for (std::size_t u = 0; j + u < n; ++u) st[(j + u) * tile + r] = x[u];
-      }
-    }
-    top[r] = reduce_max(best);
+  for (std::size_t r = 0, taken = 0; r < rows; r += taken) {
+    taken = rows - r >= most ? most : rows - r >= 2 ? 2 : 1;
+    const key_stream* fetch = r == 0 ? stream : nullptr;
+    if (taken == most)
+      score_dot_rows<T, DK, most>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
+    else if (taken == 2)
+      score_dot_rows<T, DK, 2>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
+    else
+      score_dot_rows<T, DK, 1>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
   }
   std::fill(top + rows, top + lanes, -std::numeric_limits<T>::infinity());
 }

@@ -340,7 +340,44 @@ template <class V, std::size_t... S>
 [[gnu::always_inline]] inline void transpose_rounds(V* rows, std::index_sequence<S...>) noexcept {
   (transpose_round<(std::size_t(1) << S)>(rows, std::make_index_sequence<V::width>{}), ...);
 }
+
+// One step of transpose_sum(): transpose_step's two results on rows a and b, added: the lanes
+// whose bit H is clear hold sums of a's lanes, the others of b's.
+template <class N, std::size_t H, std::size_t W, std::size_t... L>
+[[gnu::always_inline]] inline N transpose_sum_step(N a, N b, std::index_sequence<L...>) noexcept {
+  const N lo = __builtin_shufflevector(a, b, ((L & H) ? int(W + L - H) : int(L))...);
+  const N hi = __builtin_shufflevector(a, b, ((L & H) ? int(W + L) : int(L + H))...);
+  return lo + hi;
+}
+
+// One round of transpose_sum(): rows 2k and 2k + 1 into row k, for every k of the round.
+template <std::size_t H, class V, std::size_t... K>
+[[gnu::always_inline]] inline void transpose_sum_round(V* rows,
+                                                       std::index_sequence<K...>) noexcept {
+  ((rows[K].v = transpose_sum_step<typename V::native, H, V::width>(
+        rows[2 * K].v, rows[2 * K + 1].v, std::make_index_sequence<V::width>{})),
+   ...);
+}
+
+template <class V, std::size_t... S>
+[[gnu::always_inline]] inline void transpose_sum_rounds(V* rows,
+                                                        std::index_sequence<S...>) noexcept {
+  (transpose_sum_round<(std::size_t(1) << S)>(rows,
+                                              std::make_index_sequence<(V::width >> (S + 1))>{}),
+   ...);
+}
 }  // namespace detail
+
+/// The sums of rows[0 .. width): lane i of the result is the sum of the lanes of rows[i] (a
+/// transpose whose rows are then added, in width - 1 steps of two shuffles and one addition
+/// rather than transpose()'s width / 2 · log2(width) steps and width - 1 additions after it).
+/// rows[] is overwritten.
+template <class T>
+[[gnu::always_inline]] inline simd<T> transpose_sum(simd<T>* rows) noexcept {
+  detail::transpose_sum_rounds(rows,
+                               std::make_index_sequence<std::bit_width(simd<T>::width) - 1>{});
+  return rows[0];
+}
 
 /// Transposes the width x width block held in rows[0 .. width): afterwards lane j of rows[i]
 /// is what lane i of rows[j] was. log2(width) rounds of two-source shuffles (width/2 pairs

@@ -349,10 +349,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(decode_shapes_split_the_keys, T, scalar_types) {
   }
 }
 
-// Few rows take score_dots (dot products along d, a transpose per block of keys). Every row
-// count a decode item can hand it, a group of query heads over one K/V head: 1 to dot_rows
-// rows, head widths that fill whole registers or leave a partial one, keys that fill the last
-// block of keys or not.
+// Few rows take score_dots: four rows at a time, then two, then one, each block of keys one
+// register of (key, row) sums (transpose_sum). Every row count a decode item can hand it, a
+// group of query heads over one K/V head: 1 to dot_rows rows, head widths that fill whole
+// registers or leave a partial one, keys that fill the last block of keys or not.
 BOOST_AUTO_TEST_CASE_TEMPLATE(every_row_count_of_few_rows, T, scalar_types) {
   namespace kd = argus::kernel::detail;
   std::mt19937_64 rng(31);
@@ -368,6 +368,27 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_row_count_of_few_rows, T, scalar_types) {
       ++checked;
     }
   BOOST_TEST(checked == most * 3);
+}
+
+// K and V of a decode-shaped call that come from memory (kv_from_memory_bytes or more) are
+// fetched ahead as score_dots goes (key_stream), past the last key too: the same result as
+// the reference, with keys that end mid-tile and mid-block, on one and two threads.
+BOOST_AUTO_TEST_CASE(decode_from_memory_fetches_ahead) {
+  namespace kd = argus::kernel::detail;
+  std::mt19937_64 rng(37);
+  for (std::size_t threads : {1, 2}) {
+    config c;
+    c.heads = 4, c.kv_heads = 1, c.seq_q = 1, c.d_k = 128, c.d_v = 128;
+    c.seq_kv = kd::kv_from_memory_bytes / ((c.d_k + c.d_v) * sizeof(float)) + 3;
+    c.threads = threads;
+    attention_problem<float> p{};
+    p.batch = 1, p.kv_heads = 1, p.seq_q = 1, p.seq_kv = c.seq_kv, p.d_k = 128, p.d_v = 128;
+    BOOST_TEST(kd::decode_shaped(p));
+    BOOST_TEST(kd::streams_from_memory(p));
+    p.seq_kv -= 8;
+    BOOST_TEST(!kd::streams_from_memory(p));
+    check<float>(c, rng);
+  }
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(grouped_query_attention_split_over_items, T, scalar_types) {
