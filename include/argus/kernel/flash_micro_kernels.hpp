@@ -365,11 +365,15 @@ struct key_stream {
   [[gnu::always_inline]] void fetch(std::size_t j0, std::size_t j1) const noexcept {
     const std::size_t ahead = std::max(j1 - j0, key_fetch_ahead_bytes / k_bytes);
     for (std::size_t j = j0; j < j1; ++j) {
-      for (std::size_t x = 0; x < k_bytes; x += 64)
+      for (std::size_t x = 0; x < k_bytes; x += 64) {
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
         __builtin_prefetch(reinterpret_cast<const void*>(k + (j + ahead) * k_row + x), 0, 3);
+      }
       if (j < n)
-        for (std::size_t x = 0; x < v_bytes; x += 64)
+        for (std::size_t x = 0; x < v_bytes; x += 64) {
+          // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
           __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 2);
+        }
     }
   }
 };
