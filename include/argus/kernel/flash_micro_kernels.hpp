@@ -381,7 +381,7 @@ struct key_stream {
 /// The scores of R rows against keys [0, n), as score_dots says, R rows (q[0..R)) and w / R
 /// keys a block (w = the register width): one register of partial sums per (key, row) pair, w
 /// of them, each loaded vector of K multiplied by the R rows' and each of Q by the block's keys;
-/// a transpose turns them into one register whose lane u · R + r holds key u's score for row r.
+/// transpose_sum turns them into one register whose lane u · R + r holds key u's score for row r.
 /// top[r] gets row r's greatest score.
 template <class T, std::size_t DK, std::size_t R>
 [[gnu::always_inline]] inline void score_dot_rows(const T* const* q, T scale, std::size_t d_k,
@@ -402,6 +402,9 @@ template <class T, std::size_t DK, std::size_t R>
     V part[w];
 #pragma GCC unroll 16
     for (std::size_t x = 0; x < w; ++x) part[x] = V::zero();
+    // One step of d: R vectors of Q, one of K per key, R multiply-adds on each. Two steps are
+    // unrolled below: eight let the compiler hoist later steps' loads, and with 8 rows at d 128
+    // it reloaded Q inside the block (1.25x as long; four steps 1.03x; Zen 5).
     std::size_t c = 0;
     const auto chunk = [&](auto load) __attribute__((always_inline)) {
       V qv[R];
@@ -414,8 +417,6 @@ template <class T, std::size_t DK, std::size_t R>
         for (std::size_t r = 0; r < R; ++r) part[u * R + r] = fma(qv[r], kv, part[u * R + r]);
       }
     };
-      // Two steps unrolled: eight let the compiler hoist later steps' loads, and with 8 rows at d
-      // 128 it reloaded Q inside the block (1.25x as long; four steps 1.03x; Zen 5).
 #pragma GCC unroll 2
     for (; c + w <= d; c += w)
       chunk([](const T* x) __attribute__((always_inline)) { return V::load(x); });
