@@ -1059,7 +1059,8 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
                             p.k_row * sizeof(T),
                             p.v_row * sizeof(T),
                             p.d_k * sizeof(T),
-                            p.d_v * sizeof(T)};
+                            p.d_v * sizeof(T),
+                            key_fetch_ahead_bytes / (p.d_k * sizeof(T))};
     // The first set that scores the tile fetches as it goes (score_dots; the rows of one
     // decode item are one set but for groups of more than a tile's rows).
     const key_stream* fetch = it.streams_keys ? &stream : nullptr;

@@ -359,11 +359,12 @@ struct key_stream {
   std::uintptr_t v;                            // and V row
   std::size_t n;                               // the tile's keys
   std::size_t k_row, v_row, k_bytes, v_bytes;  // row strides and row lengths, in bytes
+  std::size_t ahead_keys;  // key_fetch_ahead_bytes / k_bytes, divided once a tile, not a block
 
   /// For keys [j0, j1) of the tile: K's rows key_fetch_ahead_bytes on (at least j1 - j0 keys),
   /// and their own V rows.
   [[gnu::always_inline]] void fetch(std::size_t j0, std::size_t j1) const noexcept {
-    const std::size_t ahead = std::max(j1 - j0, key_fetch_ahead_bytes / k_bytes);
+    const std::size_t ahead = std::max(j1 - j0, ahead_keys);
     for (std::size_t j = j0; j < j1; ++j) {
       for (std::size_t x = 0; x < k_bytes; x += 64) {
         // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
