@@ -5,6 +5,10 @@
 // seq_q = 1. Other head widths (docs/performance.md, "Key tiles of wide heads"), 1 thread:
 //   flash_attention_width/<n>/<d>           prefill, 8 heads of d
 //   flash_decode_width/<seq_kv>/<d>/<h>/<kv_h>  one query, h heads over kv_h K/V heads of d
+// and, on 1 and 2 threads, decoding in a model (each call over the next layer's K/V cache, so
+// that K and V come from memory, as in a model's forward pass):
+//   flash_decode_model/<seq_kv>/<d>/<h>/<kv_h>/<threads>/<small_pages>  (1: the K/V caches on
+//   a std::vector's 4 KiB pages; 0: on 2 MiB pages, as argus's tensors)
 // Counters:
 //   GFLOPS    4 · B · h · n_q · n_kv · d_k flops per call (QK^T and P·V, 2 flops per FMA;
 //             half of that under a causal mask), as a rate.
@@ -25,6 +29,7 @@
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"
+#include "argus/tensor/aligned_buffer.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -72,12 +77,15 @@ struct attention_data {
   }
 };
 
-void run(benchmark::State& state, attention_data& data, int threads, double flops) {
+/// Times flash_attention(data.p), `before` called ahead of each call (untimed).
+template <class Before>
+void run(benchmark::State& state, attention_data& data, int threads, double flops, Before before) {
   argus::set_num_threads(static_cast<std::size_t>(threads));
   argus::kernel::flash_attention(data.p);  // warm the pool and the caches
   double seconds = 0;
   std::clock_t cpu = 0;
   for (auto _ : state) {
+    before();
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t c0 = std::clock();
     argus::kernel::flash_attention(data.p);
@@ -96,6 +104,10 @@ void run(benchmark::State& state, attention_data& data, int threads, double flop
   state.counters["cpu_peak_pct"] = 100.0 * total / (double(cpu) / CLOCKS_PER_SEC) / peak_gflops(1);
 }
 
+void run(benchmark::State& state, attention_data& data, int threads, double flops) {
+  run(state, data, threads, flops, [] {});
+}
+
 /// Prefill, seq_q = seq_kv = n, 8 heads of width w.
 void prefill(benchmark::State& state, std::size_t n, int threads, bool causal, std::size_t w) {
   attention_data data(n, n, causal, heads, heads, w);
@@ -108,6 +120,40 @@ void decode(benchmark::State& state, std::size_t n_kv, int threads, std::size_t 
   attention_data data(1, n_kv, false, h, kv_h, w);
   run(state, data, threads, 4.0 * double(h) * double(n_kv) * double(w));
   state.SetBytesProcessed(state.iterations() * std::int64_t(2 * kv_h * n_kv * w * sizeof(float)));
+}
+
+/// Decoding in a model: one query of h heads over n_kv keys of kv_h K/V heads of width w, each
+/// call over the next of `layers` layers' K/V caches, as a model's forward pass reads them, so
+/// that every call's K and V come from memory whatever the L3 (the caches make at least
+/// model_cache_bytes together); decode() repeats one layer's call, whose K and V stay in L3
+/// where they fit. The caches lie on 2 MiB pages as argus's tensors do (aligned_buffer), or,
+/// with `small_pages`, on the 4 KiB pages of a std::vector.
+constexpr std::size_t model_cache_bytes = std::size_t{512} << 20;
+void decode_model(benchmark::State& state, std::size_t n_kv, int threads, std::size_t h,
+                  std::size_t kv_h, std::size_t w, bool small_pages) {
+  attention_data data(1, n_kv, false, h, kv_h, w);
+  const std::size_t per = data.k.size();  // elements of one layer's K (and V)
+  const std::size_t layers = model_cache_bytes / (2 * per * sizeof(float)) + 1;
+  std::vector<float> k_small, v_small;
+  argus::aligned_buffer<float> k_huge, v_huge;
+  if (small_pages)
+    k_small.resize(layers * per), v_small.resize(layers * per);
+  else
+    k_huge = argus::aligned_buffer<float>(layers * per),
+    v_huge = argus::aligned_buffer<float>(layers * per);
+  float* k = small_pages ? k_small.data() : k_huge.data();
+  float* v = small_pages ? v_small.data() : v_huge.data();
+  for (std::size_t l = 0; l < layers; ++l) {
+    std::copy(data.k.begin(), data.k.end(), k + l * per);
+    std::copy(data.v.begin(), data.v.end(), v + l * per);
+  }
+  std::size_t layer = 0;
+  run(state, data, threads, 4.0 * double(h) * double(n_kv) * double(w), [&] {
+    data.p.k = k + layer * per, data.p.v = v + layer * per;
+    layer = (layer + 1) % layers;
+  });
+  state.SetBytesProcessed(state.iterations() * std::int64_t(2 * kv_h * n_kv * w * sizeof(float)));
+  state.counters["layers"] = double(layers);
 }
 
 std::size_t arg(const benchmark::State& state, int i) {
@@ -125,6 +171,11 @@ void flash_attention_width(benchmark::State& state) {
 }
 void flash_decode_width(benchmark::State& state) {
   decode(state, arg(state, 0), 1, arg(state, 2), arg(state, 3), arg(state, 1));
+}
+
+void flash_decode_model(benchmark::State& state) {
+  decode_model(state, arg(state, 0), int(arg(state, 4)), arg(state, 2), arg(state, 3),
+               arg(state, 1), arg(state, 5) != 0);
 }
 
 void flash_item_parts(benchmark::State& state) {
@@ -199,6 +250,11 @@ BENCHMARK(flash_attention_width)
 BENCHMARK(flash_decode_width)
     ->ArgsProduct({{1024, 8192}, {128, 256}, {8}, {1}})
     ->ArgsProduct({{1024, 8192}, {128, 256}, {32}, {8}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(flash_decode_model)
+    ->ArgsProduct({{256, 1024, 2048, 8192}, {128}, {32}, {8}, {1, 2}, {0}})
+    ->ArgsProduct({{256, 1024, 8192}, {128}, {32}, {8}, {1, 2}, {1}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
