@@ -261,23 +261,6 @@ bool decode_shaped(const attention_problem<T>& p) noexcept {
   return p.seq_q <= 16 && keys >= 8 * p.seq_q;
 }
 
-/// The least K and V a decode-shaped call reads (bytes) that come from memory even when the
-/// call is repeated: half the L3 of the machine that measured it (gemm.hpp's
-/// b_from_memory_bytes). Such calls fetch K and V ahead as they go (key_stream); below it the
-/// fetches cost more than they save where K and V stay in L3 between calls (Zen 5, 1 thread,
-/// 8 MiB: 1.05-1.16x as long), though in a model, whose other layers pass between two calls of
-/// one, a smaller K and V come from memory too (not measured so).
-inline constexpr std::size_t kv_from_memory_bytes = std::size_t{16} << 20;
-
-/// Whether a decode-shaped call streams K and V from memory: the keys it reads
-/// (first_visible_key to visible_keys, every batch item and K/V head) make
-/// kv_from_memory_bytes or more.
-template <class T>
-bool streams_from_memory(const attention_problem<T>& p) noexcept {
-  const std::size_t keys = visible_keys(p) - first_visible_key(p);
-  return p.batch * p.kv_heads * keys * (p.d_k + p.d_v) * sizeof(T) >= kv_from_memory_bytes;
-}
-
 /// The per-thread scratch of flash_attention, reused by every later call on that thread
 /// (aligned; grows, never shrinks).
 class flash_scratch {
@@ -391,8 +374,8 @@ struct flash_item {
   T* v_pack;  // (K_TILE, DVP), or null
   std::size_t dvp, k_tile;
   const pair_mask_summary* pair_summary = nullptr;  // the call's, or null
-  /// Whether the item reads K and V from memory, each tile once (streams_from_memory), and so
-  /// fetches them ahead as it scores (key_stream).
+  /// Whether the item reads each tile of K and V once, as a decode item does, and so fetches
+  /// them ahead as it scores (key_stream): in a model they come from memory.
   bool streams_keys = false;
 };
 
@@ -1061,8 +1044,9 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
                             p.d_k * sizeof(T),
                             p.d_v * sizeof(T),
                             key_fetch_ahead_bytes / (p.d_k * sizeof(T))};
-    // The first set that scores the tile fetches as it goes (score_dots; the rows of one
-    // decode item are one set but for groups of more than a tile's rows).
+    // The first set that scores the tile fetches as it goes (score_dots, or score_tile for
+    // rows on lanes; the rows of one decode item are one set but for groups of more than a
+    // tile's rows).
     const key_stream* fetch = it.streams_keys ? &stream : nullptr;
     for (std::size_t si = 0; si < it.set_count; ++si) {
       row_set<T>& s = it.sets[si];
@@ -1070,7 +1054,8 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
       if (n == 0) continue;  // no weight of the tile is other than 0 for the set's rows
       if (!prepared) prepare_values(), prepared = true;
       if (s.on_lanes())
-        score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top);
+        score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top,
+                          std::exchange(fetch, nullptr));
       else
         score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top,
                           std::exchange(fetch, nullptr));
@@ -1237,7 +1222,6 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p,
   const std::size_t first = first_visible_key(p);
   const std::size_t keys = visible_keys(p) - first;  // keys [first, first + keys)
   const flash_layout<T> layout(p, set_count);
-  const bool streams = streams_from_memory(p);
   // Two items per thread, each chunk at least two key tiles long.
   const std::size_t most =
       std::max<std::size_t>(1, keys / (2 * flash_blocking<T>::k_tile(p.d_k, p.d_v, false)));
@@ -1258,7 +1242,10 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p,
                      nullptr};
     carve(layout, it);
     it.pair_summary = &pair_summary;
-    it.streams_keys = streams;
+    // Every decode item streams its K and V, whatever their size: in a model each layer's are
+    // read once per token, the other layers' weights and caches between, so they come from
+    // memory even where one layer's would fit the L3 (key_stream).
+    it.streams_keys = true;
     for (std::size_t si = 0; si < set_count; ++si) {
       row_set<T>& s = it.sets[si];
       s.rows = std::min(tile, rows_total - si * tile);

@@ -306,53 +306,20 @@ inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t 
   }
 }
 
-/// The last n < key_block keys of a score tile.
-template <class T, std::size_t QV, std::size_t DK,
-          std::size_t Keys = flash_blocking<T>::key_block - 1>
-inline void score_tail(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k,
-                       T* st, T* top) noexcept {
-  if constexpr (Keys > 0) {
-    if (n == Keys) return score_block<T, Keys, QV, DK>(k, k_row, qt, d_k, st, top);
-    return score_tail<T, QV, DK, Keys - 1>(n, k, k_row, qt, d_k, st, top);
-  } else {
-    (void)n, (void)k, (void)k_row, (void)qt, (void)d_k, (void)st, (void)top;
-  }
-}
-
-template <class T, std::size_t QV, std::size_t DK>
-inline void score_columns(std::size_t n, const T* k, std::size_t k_row, const T* qt,
-                          std::size_t d_k, T* st, T* top) noexcept {
-  constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
-  std::size_t j = 0;
-  for (; j + kb <= n; j += kb)
-    score_block<T, kb, QV, DK>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
-  if (j < n) score_tail<T, QV, DK>(n - j, k + j * k_row, k_row, qt, d_k, st + j * tile, top);
-}
-
-/// The score tile S^T (n, Q_TILE) of n keys starting at k, for the first `lanes` columns
-/// (the rest are not written), and its column maxima top.
-template <class T, std::size_t DK>
-inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t k_row, const T* qt,
-                       std::size_t d_k, T* st, T* top) noexcept {
-  using blocking = flash_blocking<T>;
-  constexpr std::size_t qv = blocking::q_vectors, w = blocking::width;
-  std::fill(top, top + lanes, -std::numeric_limits<T>::infinity());
-  if constexpr (qv >= 4) {
-    if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
-      return score_columns<T, qv / 2, DK>(n, k, k_row, qt, d_k, st, top);
-  }
-  score_columns<T, qv, DK>(n, k, k_row, qt, d_k, st, top);
-}
-
 /// Bytes of K ahead of the keys being scored that key_stream::fetch asks for (into L1).
 inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
 
-/// A decode item's K and V read once, from memory (flash_attention.hpp's streams_from_memory):
-/// as score_dots scores a block of keys, it fetches K's rows key_fetch_ahead_bytes further on
-/// into L1 and the same keys' V rows into L2, which the value product reads next. The
-/// hardware's prefetchers alone left the loads waiting: one query of 32 heads over 8 K/V heads
-/// of d 128, 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them and the four-row
-/// blocks of score_dots (docs/performance.md, "Decoding from memory"). The addresses are
+/// A decode item's K and V, read once a call (flash_attention.hpp's streams_keys; in a model
+/// from memory): as score_dots (few rows) or score_tile (rows on lanes) scores a block of keys,
+/// it fetches K's rows key_fetch_ahead_bytes further on into L1 and the same keys' V rows,
+/// which the value product reads next, as non-temporal (prefetchnta). The hardware's
+/// prefetchers alone left the loads waiting: one query of 32 heads over 8 K/V heads of d 128,
+/// 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them and the four-row blocks of
+/// score_dots; the V rows non-temporal rather than into L2 1.00-1.05x on 2 MiB pages, 1.04-1.21x
+/// on 4 KiB pages; rows on lanes (32 and 64 heads over one K/V head) 1.11-1.20x (AVX-512,
+/// AVX2); a model's layers of 2-8 MiB, which fetched nothing before, 1.27-1.40x. Where one
+/// call is repeated over K and V that stay in L2 or L3, the fetches cost 4-12 % (docs/
+/// performance.md, "Decoding from memory", "Every decode item streams"). The addresses are
 /// integers: rows past the last key are fetched, never read.
 struct key_stream {
   std::uintptr_t k;                            // the tile's first K row
@@ -373,11 +340,56 @@ struct key_stream {
       if (j < n)
         for (std::size_t x = 0; x < v_bytes; x += 64) {
           // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
-          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 2);
+          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 0);
         }
     }
   }
 };
+
+/// The last n < key_block keys of a score tile.
+template <class T, std::size_t QV, std::size_t DK,
+          std::size_t Keys = flash_blocking<T>::key_block - 1>
+inline void score_tail(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k,
+                       T* st, T* top) noexcept {
+  if constexpr (Keys > 0) {
+    if (n == Keys) return score_block<T, Keys, QV, DK>(k, k_row, qt, d_k, st, top);
+    return score_tail<T, QV, DK, Keys - 1>(n, k, k_row, qt, d_k, st, top);
+  } else {
+    (void)n, (void)k, (void)k_row, (void)qt, (void)d_k, (void)st, (void)top;
+  }
+}
+
+template <class T, std::size_t QV, std::size_t DK>
+inline void score_columns(std::size_t n, const T* k, std::size_t k_row, const T* qt,
+                          std::size_t d_k, T* st, T* top, const key_stream* stream) noexcept {
+  constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
+  std::size_t j = 0;
+  for (; j + kb <= n; j += kb) {
+    if (stream != nullptr) stream->fetch(j, j + kb);
+    score_block<T, kb, QV, DK>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+  }
+  if (j < n) {
+    if (stream != nullptr) stream->fetch(j, n);
+    score_tail<T, QV, DK>(n - j, k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+  }
+}
+
+/// The score tile S^T (n, Q_TILE) of n keys starting at k, for the first `lanes` columns
+/// (the rest are not written), and its column maxima top; with `stream`, fetching K and V
+/// ahead block by block of keys as it goes.
+template <class T, std::size_t DK>
+inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t k_row, const T* qt,
+                       std::size_t d_k, T* st, T* top,
+                       const key_stream* stream = nullptr) noexcept {
+  using blocking = flash_blocking<T>;
+  constexpr std::size_t qv = blocking::q_vectors, w = blocking::width;
+  std::fill(top, top + lanes, -std::numeric_limits<T>::infinity());
+  if constexpr (qv >= 4) {
+    if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
+      return score_columns<T, qv / 2, DK>(n, k, k_row, qt, d_k, st, top, stream);
+  }
+  score_columns<T, qv, DK>(n, k, k_row, qt, d_k, st, top, stream);
+}
 
 /// The scores of R rows against keys [0, n), as score_dots says, R rows (q[0..R)) and w / R
 /// keys a block (w = the register width): one register of partial sums per (key, row) pair, w

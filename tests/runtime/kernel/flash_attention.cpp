@@ -370,25 +370,31 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_row_count_of_few_rows, T, scalar_types) {
   BOOST_TEST(checked == most * 3);
 }
 
-// K and V of a decode-shaped call that come from memory (kv_from_memory_bytes or more) are
-// fetched ahead as score_dots goes (key_stream), past the last key too: the same result as
-// the reference, with keys that end mid-tile and mid-block, on one and two threads.
-BOOST_AUTO_TEST_CASE(decode_from_memory_fetches_ahead) {
+// Every decode item fetches its K and V ahead as it scores them (key_stream), few rows in
+// score_dots and rows on lanes in score_tile, 8 KiB of K past the last key too: the same result
+// as the reference, with keys that end mid-tile and mid-block, contexts shorter than the fetch
+// distance and longer, on one and two threads.
+BOOST_AUTO_TEST_CASE(decode_items_fetch_ahead) {
   namespace kd = argus::kernel::detail;
   std::mt19937_64 rng(37);
-  for (std::size_t threads : {1, 2}) {
-    config c;
-    c.heads = 4, c.kv_heads = 1, c.seq_q = 1, c.d_k = 128, c.d_v = 128;
-    c.seq_kv = kd::kv_from_memory_bytes / ((c.d_k + c.d_v) * sizeof(float)) + 3;
-    c.threads = threads;
-    attention_problem<float> p{};
-    p.batch = 1, p.kv_heads = 1, p.seq_q = 1, p.seq_kv = c.seq_kv, p.d_k = 128, p.d_v = 128;
-    BOOST_TEST(kd::decode_shaped(p));
-    BOOST_TEST(kd::streams_from_memory(p));
-    p.seq_kv -= 8;
-    BOOST_TEST(!kd::streams_from_memory(p));
-    check<float>(c, rng);
-  }
+  std::size_t on_lanes = 0, few = 0;
+  for (std::size_t threads : {1, 2})
+    for (const std::size_t heads : {2, 4, 24, 40})
+      for (const std::size_t seq_kv : {13, 131, 4099}) {
+        config c;
+        c.heads = heads, c.kv_heads = heads == 40 ? 2 : 1, c.seq_q = 1, c.seq_kv = seq_kv;
+        c.d_k = 128, c.d_v = heads == 24 ? 72 : 128;
+        c.threads = threads;
+        attention_problem<float> p{};
+        p.batch = 1, p.heads = c.heads, p.kv_heads = c.kv_heads, p.seq_q = 1, p.seq_kv = seq_kv;
+        p.d_k = c.d_k, p.d_v = c.d_v;
+        BOOST_TEST(kd::decode_shaped(p));
+        (c.heads / c.kv_heads > kd::flash_blocking<float>::dot_rows ? on_lanes : few) += 1;
+        check<float>(c, rng);
+      }
+  BOOST_TEST(on_lanes + few == 24);
+  BOOST_TEST(on_lanes >= 12);  // 20 and 24 rows: more than dot_rows on every target
+  BOOST_TEST(few >= 6);        // 2 rows: at most dot_rows on every target
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(grouped_query_attention_split_over_items, T, scalar_types) {
