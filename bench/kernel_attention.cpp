@@ -25,7 +25,7 @@
 //   start_us, tiles_us, store_us  the three steps;
 //   key_tile_us      tiles_us over the key tiles of an item (a short last tile counts as one);
 //   start_store_pct  start + store, in percent of the item.
-// smoke-filter: flash_(attention/1024/1/0|decode/8192/1|item_parts/1024|decode_width/1024/128/8|decode_model/256/128/32/8/1/0)
+// smoke-filter: flash_(attention/1024/1/0|item_parts/1024|decode_(width/1024/1|model/256.*1/0))
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"
