@@ -311,16 +311,18 @@ inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
 
 /// A decode item's K and V, read once a call (flash_attention.hpp's streams_keys; in a model
 /// from memory): as score_dots (few rows) or score_tile (rows on lanes) scores a block of keys,
-/// it fetches K's rows key_fetch_ahead_bytes further on into L1 and the same keys' V rows,
-/// which the value product reads next, as non-temporal (prefetchnta). The hardware's
-/// prefetchers alone left the loads waiting: one query of 32 heads over 8 K/V heads of d 128,
-/// 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them and the four-row blocks of
-/// score_dots; the V rows non-temporal rather than into L2 1.00-1.05x on 2 MiB pages, 1.04-1.21x
-/// on 4 KiB pages; rows on lanes (32 and 64 heads over one K/V head) 1.11-1.20x (AVX-512,
-/// AVX2); a model's layers of 2-8 MiB, which fetched nothing before, 1.27-1.40x. Where one
-/// call is repeated over K and V that stay in L2 or L3, the fetches cost 4-12 % (docs/
-/// performance.md, "Decoding from memory", "Every decode item streams"). The addresses are
-/// integers: rows past the last key are fetched, never read.
+/// it fetches K's rows key_fetch_ahead_bytes further on and the same keys' V rows, which the
+/// value product reads next, into L1 (prefetcht0: a line evicted from L1 before its use then
+/// waits in L2). The hardware's prefetchers alone left the loads waiting: one query of 32 heads
+/// over 8 K/V heads of d 128, 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them
+/// and the four-row blocks of score_dots; rows on lanes (32 and 64 heads over one K/V head)
+/// 1.11-1.20x (AVX-512, AVX2); a model's layers of 2-8 MiB, which fetched nothing before,
+/// 1.29-1.51x. V into L2 only (prefetcht1) was up to 1.2x slower, non-temporal (prefetchnta)
+/// 0.9-1.1x with AVX2 and 0.8-1.0x with AVX-512, and its lines, which skip L2 when evicted,
+/// would come from memory twice where the tile outgrows L1 (AVX2's 48 KiB tiles, 32 KiB L1s).
+/// Where one call is repeated over K and V that stay in L2 or L3, the fetches cost up to 18 %
+/// (docs/performance.md, "Decoding from memory", "Every decode item streams"). The addresses
+/// are integers: rows past the last key are fetched, never read.
 struct key_stream {
   std::uintptr_t k;                            // the tile's first K row
   std::uintptr_t v;                            // and V row
@@ -340,7 +342,7 @@ struct key_stream {
       if (j < n)
         for (std::size_t x = 0; x < v_bytes; x += 64) {
           // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
-          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 0);
+          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 3);
         }
     }
   }
