@@ -127,7 +127,8 @@ void decode(benchmark::State& state, std::size_t n_kv, int threads, std::size_t 
 /// that every call's K and V come from memory whatever the L3 (the caches make at least
 /// model_cache_bytes together); decode() repeats one layer's call, whose K and V stay in L3
 /// where they fit. The caches lie on 2 MiB pages as argus's tensors do (aligned_buffer), or,
-/// with `small_pages`, on the 4 KiB pages of a std::vector.
+/// with `small_pages`, on the 4 KiB pages of a std::vector (where transparent huge pages are
+/// "madvise" or "never"; under "always" on 2 MiB pages too).
 constexpr std::size_t model_cache_bytes = std::size_t{512} << 20;
 void decode_model(benchmark::State& state, std::size_t n_kv, int threads, std::size_t h,
                   std::size_t kv_h, std::size_t w, bool small_pages) {
