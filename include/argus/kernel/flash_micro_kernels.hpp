@@ -284,7 +284,8 @@ inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
 /// waits in L2). The hardware's prefetchers alone left the loads waiting: one query of 32 heads
 /// over 8 K/V heads of d 128, 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them
 /// and the four-row blocks of score_dots; rows on lanes (32 and 64 heads over one K/V head)
-/// 1.11-1.20x (AVX-512, AVX2); a model's layers of 2-8 MiB, which fetched nothing before,
+/// 1.11-1.20x (AVX-512, AVX2), and 1.06-1.35x more with a block's fetches spread over d
+/// (fetch_bytes, score_block); a model's layers of 2-8 MiB, which fetched nothing before,
 /// 1.29-1.51x. V into L2 only (prefetcht1) was up to 1.2x slower, non-temporal (prefetchnta)
 /// 0.9-1.1x with AVX2 and 0.8-1.0x with AVX-512, and its lines, which skip L2 when evicted,
 /// would come from memory twice where the tile outgrows L1 (AVX2's 48 KiB tiles, 32 KiB L1s).
