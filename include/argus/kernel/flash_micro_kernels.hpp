@@ -302,18 +302,7 @@ struct key_stream {
   /// For keys [j0, j1) of the tile: K's rows key_fetch_ahead_bytes on (at least j1 - j0 keys),
   /// and their own V rows.
   [[gnu::always_inline]] void fetch(std::size_t j0, std::size_t j1) const noexcept {
-    const std::size_t ahead = std::max(j1 - j0, ahead_keys);
-    for (std::size_t j = j0; j < j1; ++j) {
-      for (std::size_t x = 0; x < k_bytes; x += 64) {
-        // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
-        __builtin_prefetch(reinterpret_cast<const void*>(k + (j + ahead) * k_row + x), 0, 3);
-      }
-      if (j < n)
-        for (std::size_t x = 0; x < v_bytes; x += 64) {
-          // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
-          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 3);
-        }
-    }
+    fetch_bytes(j0, j1, 0, k_bytes);
   }
 
   /// fetch(j0, j1)'s lines that start in bytes [b0, b1) of the rows (of V's rows, to their end
@@ -323,7 +312,7 @@ struct key_stream {
                                           std::size_t b1) const noexcept {
     const std::size_t ahead = std::max(j1 - j0, ahead_keys);
     const std::size_t first = (b0 + 63) / 64 * 64;
-    const std::size_t v_end = b1 >= k_bytes ? std::max(b1, v_bytes) : std::min(b1, v_bytes);
+    const std::size_t v_end = b1 >= k_bytes ? v_bytes : std::min(b1, v_bytes);
     for (std::size_t j = j0; j < j1; ++j) {
       for (std::size_t x = first; x < b1; x += 64) {
         // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
