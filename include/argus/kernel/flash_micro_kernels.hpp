@@ -34,6 +34,7 @@
 // hence lane_value_block for every tile of more than dot_rows rows.
 #pragma once
 
+#include "argus/kernel/cpu_caches.hpp"
 #include "argus/kernel/simd.hpp"
 
 #include <algorithm>
@@ -274,14 +275,31 @@ template <class T, std::size_t A, std::size_t QV, bool ContiguousA>
   }
 }
 
-/// Bytes of K ahead of the keys being scored that key_stream::fetch asks for (into L1).
+/// Bytes of K ahead of the keys being scored that key_stream::fetch asks for.
 inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
+
+/// The least L1 data cache (bytes per core) into which key_stream fetches K and V: on smaller
+/// L1s it fetches into L2 only. Measured (one query of 32 heads over 8 K/V heads, d 128, K and
+/// V from memory, the same AVX-512 code): Zen 5, 48 KiB L1d, 1.36-1.38x faster with K and V
+/// into L1 than with neither fetched, and V into L2 only up to 1.2x slower than into L1; Zen
+/// 4, 32 KiB L1d, 1.2-1.6x faster (AVX2 1.4-1.85x) with both into L2 than into L1, and K into
+/// L1 even 2 KiB ahead 0.75-0.90x (docs/performance.md, "Fetching into L1 or L2").
+inline constexpr std::size_t key_fetch_l1_least_bytes = std::size_t{48} * 1024;
+
+/// Whether key_stream fetches into L1 (prefetcht0) on a core with l1d bytes of L1 data cache
+/// (0: not known, taken as small: fetching into L2 cost the 48 KiB core less than fetching
+/// into L1 cost the 32 KiB one).
+constexpr bool key_fetch_into_l1(std::size_t l1d) noexcept {
+  return l1d >= key_fetch_l1_least_bytes;
+}
 
 /// A decode item's K and V, read once a call (flash_attention.hpp's streams_keys; in a model
 /// from memory): as score_dots (few rows) or score_tile (rows on lanes) scores a block of keys,
 /// it fetches K's rows key_fetch_ahead_bytes further on and the same keys' V rows, which the
 /// value product reads next, into L1 (prefetcht0: a line evicted from L1 before its use then
-/// waits in L2). The hardware's prefetchers alone left the loads waiting: one query of 32 heads
+/// waits in L2) on cores with key_fetch_l1_least_bytes of L1 data cache or more, into L2 only
+/// (prefetcht1) on smaller ones (into_l1). The hardware's prefetchers alone left the loads
+/// waiting: one query of 32 heads
 /// over 8 K/V heads of d 128, 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them
 /// and the four-row blocks of score_dots; rows on lanes (32 and 64 heads over one K/V head)
 /// 1.11-1.20x (AVX-512, AVX2), and 1.06-1.35x more with a block's fetches spread over d
@@ -298,6 +316,7 @@ struct key_stream {
   std::size_t n;                               // the tile's keys
   std::size_t k_row, v_row, k_bytes, v_bytes;  // row strides and row lengths, in bytes
   std::size_t ahead_keys;  // key_fetch_ahead_bytes / k_bytes, divided once a tile, not a block
+  bool into_l1;            // key_fetch_into_l1 of the core's L1d: prefetcht0, else prefetcht1
 
   /// For keys [j0, j1) of the tile: K's rows key_fetch_ahead_bytes on (at least j1 - j0 keys),
   /// and their own V rows.
@@ -310,18 +329,29 @@ struct key_stream {
   /// features it multiplies at each step, each line once over the steps.
   [[gnu::always_inline]] void fetch_bytes(std::size_t j0, std::size_t j1, std::size_t b0,
                                           std::size_t b1) const noexcept {
+    if (into_l1)
+      fetch_lines<3>(j0, j1, b0, b1);
+    else
+      fetch_lines<2>(j0, j1, b0, b1);
+  }
+
+ private:
+  /// fetch_bytes with __builtin_prefetch's locality: 3 prefetcht0, 2 prefetcht1.
+  template <int Locality>
+  [[gnu::always_inline]] void fetch_lines(std::size_t j0, std::size_t j1, std::size_t b0,
+                                          std::size_t b1) const noexcept {
     const std::size_t ahead = std::max(j1 - j0, ahead_keys);
     const std::size_t first = (b0 + 63) / 64 * 64;
     const std::size_t v_end = b1 >= k_bytes ? v_bytes : std::min(b1, v_bytes);
     for (std::size_t j = j0; j < j1; ++j) {
       for (std::size_t x = first; x < b1; x += 64) {
         // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
-        __builtin_prefetch(reinterpret_cast<const void*>(k + (j + ahead) * k_row + x), 0, 3);
+        __builtin_prefetch(reinterpret_cast<const void*>(k + (j + ahead) * k_row + x), 0, Locality);
       }
       if (j < n)
         for (std::size_t x = first; x < v_end; x += 64) {
           // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
-          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, 3);
+          __builtin_prefetch(reinterpret_cast<const void*>(v + j * v_row + x), 0, Locality);
         }
     }
   }

@@ -9,6 +9,7 @@
 #include "argus/kernel/flash_attention.hpp"
 
 #include "argus/kernel/attention_backward.hpp"
+#include "argus/kernel/cpu_caches.hpp"
 #include "argus/kernel/flash_attention_backward.hpp"
 #include "argus/kernel/parallel.hpp"
 
@@ -25,6 +26,10 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 // Every case compares flash_attention with a naive reference computed in double from the
 // same inputs: materialised scores, masks, max-subtracted softmax, times V. A row whose
@@ -395,6 +400,29 @@ BOOST_AUTO_TEST_CASE(decode_items_fetch_ahead) {
   BOOST_TEST(on_lanes + few == 24);
   BOOST_TEST(on_lanes >= 12);  // 20 and 24 rows: more than dot_rows on every target
   BOOST_TEST(few >= 6);        // 2 rows: at most dot_rows on every target
+}
+
+// Decode items fetch K and V into L1 on cores with an L1d of 48 KiB or more and into L2 on
+// smaller or unknown ones (key_stream); the size is the C library's, read once.
+BOOST_AUTO_TEST_CASE(decode_fetch_level_follows_the_l1d) {
+  namespace kd = argus::kernel::detail;
+  BOOST_TEST(!kd::key_fetch_into_l1(0));
+  BOOST_TEST(!kd::key_fetch_into_l1(std::size_t{32} * 1024));
+  BOOST_TEST(!kd::key_fetch_into_l1(std::size_t{48} * 1024 - 64));
+  BOOST_TEST(kd::key_fetch_into_l1(std::size_t{48} * 1024));
+  BOOST_TEST(kd::key_fetch_into_l1(std::size_t{64} * 1024));
+  const std::size_t l1d = argus::detail::l1d_bytes();
+  BOOST_TEST(argus::detail::l1d_bytes() == l1d);
+  BOOST_TEST((l1d == 0 || (l1d >= 4096 && l1d <= (std::size_t{16} << 20))));
+#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
+  const long reported = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  if (reported >= 4096 && reported <= (long{16} << 20))
+    BOOST_TEST(l1d == static_cast<std::size_t>(reported));
+  else
+    BOOST_TEST(l1d == 0);
+#endif
+  BOOST_TEST_MESSAGE("L1d " << l1d << " bytes: decode items fetch into "
+                            << (kd::key_fetch_into_l1(l1d) ? "L1" : "L2"));
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(grouped_query_attention_split_over_items, T, scalar_types) {
