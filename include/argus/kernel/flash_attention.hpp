@@ -1044,7 +1044,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
                             p.d_k * sizeof(T),
                             p.d_v * sizeof(T),
                             key_fetch_ahead_bytes / (p.d_k * sizeof(T)),
-                            key_fetch_into_l1(argus::detail::l1d_bytes())};
+                            argus::detail::roomy_l1d()};
     // The first set that scores the tile fetches as it goes (score_dots, or score_tile for
     // rows on lanes; the rows of one decode item are one set but for groups of more than a
     // tile's rows).

@@ -278,27 +278,16 @@ template <class T, std::size_t A, std::size_t QV, bool ContiguousA>
 /// Bytes of K ahead of the keys being scored that key_stream::fetch asks for.
 inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
 
-/// The least L1 data cache (bytes per core) into which key_stream fetches K and V: on smaller
-/// L1s it fetches into L2 only. Measured (one query of 32 heads over 8 K/V heads, d 128, K and
-/// V from memory, the same AVX-512 code): Zen 5, 48 KiB L1d, 1.36-1.38x faster with K and V
-/// into L1 than with neither fetched, and V into L2 only up to 1.2x slower than into L1; Zen
-/// 4, 32 KiB L1d, 1.2-1.6x faster (AVX2 1.4-1.85x) with both into L2 than into L1, and K into
-/// L1 even 2 KiB ahead 0.75-0.90x (docs/performance.md, "Fetching into L1 or L2").
-inline constexpr std::size_t key_fetch_l1_least_bytes = std::size_t{48} * 1024;
-
-/// Whether key_stream fetches into L1 (prefetcht0) on a core with l1d bytes of L1 data cache
-/// (0: not known, taken as small: fetching into L2 cost the 48 KiB core less than fetching
-/// into L1 cost the 32 KiB one).
-constexpr bool key_fetch_into_l1(std::size_t l1d) noexcept {
-  return l1d >= key_fetch_l1_least_bytes;
-}
-
 /// A decode item's K and V, read once a call (flash_attention.hpp's streams_keys; in a model
 /// from memory): as score_dots (few rows) or score_tile (rows on lanes) scores a block of keys,
 /// it fetches K's rows key_fetch_ahead_bytes further on and the same keys' V rows, which the
 /// value product reads next, into L1 (prefetcht0: a line evicted from L1 before its use then
-/// waits in L2) on cores with key_fetch_l1_least_bytes of L1 data cache or more, into L2 only
-/// (prefetcht1) on smaller ones (into_l1). The hardware's prefetchers alone left the loads
+/// waits in L2) on cores with 48 KiB of L1 data cache or more, into L2 only (prefetcht1) on
+/// smaller ones (into_l1: cpu_caches.hpp's roomy_l1d). One query of 32 heads over 8 K/V heads,
+/// d 128, K and V from memory, the same AVX-512 code: Zen 5 (48 KiB L1d) 1.36-1.38x faster
+/// with both into L1 than with nothing fetched, V into L2 only up to 1.2x slower than into L1;
+/// Zen 4 (32 KiB L1d) 1.2-1.6x faster (AVX2 1.4-1.8x) with both into L2 than into L1, K into
+/// L1 even 2 KiB ahead 0.75-0.90x of that. The hardware's prefetchers alone left the loads
 /// waiting: one query of 32 heads
 /// over 8 K/V heads of d 128, 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them
 /// and the four-row blocks of score_dots; rows on lanes (32 and 64 heads over one K/V head)
@@ -316,7 +305,7 @@ struct key_stream {
   std::size_t n;                               // the tile's keys
   std::size_t k_row, v_row, k_bytes, v_bytes;  // row strides and row lengths, in bytes
   std::size_t ahead_keys;  // key_fetch_ahead_bytes / k_bytes, divided once a tile, not a block
-  bool into_l1;            // key_fetch_into_l1 of the core's L1d: prefetcht0, else prefetcht1
+  bool into_l1;            // roomy_l1d(): prefetcht0, else prefetcht1
 
   /// For keys [j0, j1) of the tile: K's rows key_fetch_ahead_bytes on (at least j1 - j0 keys),
   /// and their own V rows.

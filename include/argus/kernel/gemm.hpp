@@ -61,6 +61,7 @@
 // serves only two panels, and copying A from L3 shows.
 #pragma once
 
+#include "argus/kernel/cpu_caches.hpp"
 #include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/gemm_microkernel.hpp"
 #include "argus/kernel/simd.hpp"
@@ -438,7 +439,9 @@ inline constexpr std::size_t skewed_far_rows_most = 3;
 /// 1-4 1.35-1.72x, 4000 x 4000 m 1 / 2 / 3 / 4 1.12 / 1.14 / 1.92 / 2.05x, 2560 x 2560 m
 /// 1-4 1.12-2.26x, 3000 wide m 1-3 1.13-1.68x. The portable set: m 1-4 1.53-2.46x. W below 16 MiB
 /// and the MHA forward's kernels unchanged (docs/performance.md, "A few rows against a large W
-/// fetch the next run").
+/// fetch the next run"). This and b_call_ahead_bytes hold on a core of 48 KiB of L1d or more
+/// (cpu_caches.hpp's roomy_l1d); on a smaller one AVX-512 takes AVX2's choice for up to
+/// direct_b_rows_near_most rows (rows_fetch_a_call_ahead's `roomy_l1`).
 inline constexpr std::size_t rows_from_memory_any_stride =
     simd_bytes == 64 ? 4 : direct_b_rows_from_memory_least;
 
@@ -462,24 +465,44 @@ inline constexpr std::size_t b_call_ahead_bytes =
 inline constexpr std::size_t b_call_ahead_page_bytes =
     simd_bytes >= 32 ? b_past_l2_bytes : b_from_memory_bytes;
 
+/// Whether AVX-512 on a core of `roomy_l1` false (less than 48 KiB of L1d, cpu_caches.hpp's
+/// roomy_l1d) takes AVX2's choices for a few rows against a B of b_past_l2_bytes or more, which
+/// a model reads from memory: rows_fetch_a_call_ahead from direct_b_rows_from_memory_least to
+/// direct_b_rows_near_most rows at any stride, and the row sweep (row_sweep_least_bytes), where
+/// the kernels that fetch into L1 (rows_long's 6 KiB of each row ahead) lose to those fetching
+/// into L2. AMD EPYC Zen 4 (family 25 model 17, 32 KiB L1d), one thread, `bench/ab/ab.sh`, the
+/// same bits, before ÷ after: B 768 x 768 and 1600 x 1600 from memory (`ARGUS_AB_COPIES=48`)
+/// m 1-2 (the sweep) 1.48-1.83x faster, m 3-6 (a call ahead) 1.37-2.01x, m 3 against 2560 x
+/// 2560 and 4000 x 4000 1.35x and 1.56x; from L3 (one B over and over) 0.91-1.03x; GPT-2 XL's
+/// layer (`bench_models`) at n 2 and 4 1.35-1.39x and 2.06x on 1 and 2 threads. Not 7-8 rows
+/// (a call ahead 0.90-0.96x of the register tile from memory), nor on Zen 5 (48 KiB), where
+/// AVX-512's rows a call ahead took 1.00-1.07x from memory and 0.66-0.97x from L3
+/// (docs/performance.md, "Fetching into L1 or L2").
+inline constexpr bool far_reads_follow_l1d = simd_bytes == 64;
+
 template <class T>
 constexpr bool rows_fetch_a_call_ahead(std::size_t rows, std::size_t ldb, std::size_t k,
-                                       std::size_t n) noexcept {
+                                       std::size_t n, bool roomy_l1) noexcept {
   const bool page = rows_a_page_apart<T>(ldb);
-  return b_bytes<T>(k, n) >= (page ? b_call_ahead_page_bytes : b_call_ahead_bytes) &&
-         rows >= (page ? direct_b_rows_from_memory_least : rows_from_memory_any_stride) &&
+  const bool tight = far_reads_follow_l1d && !roomy_l1 && rows <= direct_b_rows_near_most<T>;
+  const std::size_t least_bytes = page    ? b_call_ahead_page_bytes
+                                  : tight ? b_past_l2_bytes
+                                          : b_call_ahead_bytes;
+  return b_bytes<T>(k, n) >= least_bytes &&
+         rows >= (page || tight ? direct_b_rows_from_memory_least : rows_from_memory_any_stride) &&
          (rows <= skewed_far_rows_most || !skews_b_fetch<T>(ldb, k, n));
 }
 
 /// How one sliver of A of `rows` rows reads a row-major B (k x n, row stride ldb) in place
-/// (few_rows_read, gemm_microkernel.hpp).
+/// (few_rows_read, gemm_microkernel.hpp), on a core whose L1d is roomy_l1 (cpu_caches.hpp's
+/// roomy_l1d) or not.
 template <class T>
 constexpr few_rows_read few_rows_read_for(std::size_t rows, std::size_t ldb, std::size_t k,
-                                          std::size_t n) noexcept {
+                                          std::size_t n, bool roomy_l1) noexcept {
   if (rows > direct_b_rows_most<T>) return few_rows_read::register_tile;
   if (rows > skewed_far_rows_most && skews_b_fetch<T>(ldb, k, n))
     return few_rows_read::register_tile;
-  if (rows_fetch_a_call_ahead<T>(rows, ldb, k, n)) return few_rows_read::rows_far;
+  if (rows_fetch_a_call_ahead<T>(rows, ldb, k, n, roomy_l1)) return few_rows_read::rows_far;
   if (b_bytes<T>(k, n) < b_past_l2_bytes) return few_rows_read::rows_near;
   if (rows > direct_b_rows_near_most<T>) return few_rows_read::register_tile;
   return rows_long_ahead_set && ldb * sizeof(T) % 2048 != 0 ? few_rows_read::rows_long
@@ -820,9 +843,12 @@ inline constexpr std::size_t row_sweep_columns = std::size_t{16384} / sizeof(T);
 /// layer (`bench_models`, 10 MiB weights) at n 2 1.35-1.5x on 1 thread, level on 2 (each
 /// thread's half of W's columns: 5 MiB). AVX-512 two rows 0.97-1.22x from memory, 1.07-1.40x
 /// from L3, and the layer at n 2 1.07x on 1 thread but 0.86-0.99x on 2 (its two-row kernel
-/// reads 768 bytes of a row a step); one row 1.02-1.05x from memory, 0.88-1.00x from L3.
-inline constexpr std::size_t row_sweep_least_bytes =
-    simd_bytes == 64 ? b_from_memory_bytes : b_past_l2_bytes;
+/// reads 768 bytes of a row a step); one row 1.02-1.05x from memory, 0.88-1.00x from L3. On a
+/// core of less than 48 KiB of L1d (`roomy_l1` false) AVX-512 takes b_past_l2_bytes too
+/// (far_reads_follow_l1d).
+constexpr std::size_t row_sweep_least_bytes(bool roomy_l1) noexcept {
+  return far_reads_follow_l1d && roomy_l1 ? b_from_memory_bytes : b_past_l2_bytes;
+}
 
 /// Whether gemm takes m rows of A against a row-major B (k x n) by gemm_row_sweep: up to
 /// row_sweep_most rows (the figures below are for one), where B is row_sweep_least_bytes
@@ -836,9 +862,9 @@ inline constexpr std::size_t row_sweep_least_bytes =
 /// keeps that kernel: 1.21x against 4096 x 4096 but 0.99-1.02x, with quartiles 0.88-1.36,
 /// elsewhere (docs/performance.md, "One row against a large W, row by row").
 template <class T>
-constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n) noexcept {
+constexpr bool sweeps_b_rows(std::size_t m, std::size_t k, std::size_t n, bool roomy_l1) noexcept {
   return row_sweep_set && m >= 1 && m <= row_sweep_most &&
-         b_bytes<T>(k, n) >= row_sweep_least_bytes;
+         b_bytes<T>(k, n) >= row_sweep_least_bytes(roomy_l1);
 }
 
 /// C (M x n) = alpha A B + (bias, if bias) + (C, if accumulate) for M rows of A (element
@@ -956,8 +982,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   if (k == 0) return gemm_empty_k(m, n, c, ldc, bias, accumulate);
 
   auto& buffers = gemm_buffers<T>::local();
+  // Where data read once is fetched (into L1 or into L2 only) follows the core's L1d.
+  const bool roomy_l1 = argus::detail::roomy_l1d();
   // One or two rows of A against a large row-major B: B read row by row (gemm_row_sweep).
-  if (!TransposedB && panels == nullptr && sweeps_b_rows<T>(m, k, n)) {
+  if (!TransposedB && panels == nullptr && sweeps_b_rows<T>(m, k, n, roomy_l1)) {
     static_assert(row_sweep_columns<T> + row_sweep_most * simd<T>::width <=
                   gemm_buffers<T>::b_size);
     const std::size_t a_row = TransposedA ? 1 : lda, a_step = TransposedA ? lda : 1;
@@ -994,7 +1022,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
     return gemm_micro_kernel_packing_for<T, a_layout>(cut.rows(0));
   }();
   // How the slivers read B in place (gemm_direct_b_block): the same for every block.
-  const few_rows_read rows_read = few_rows_read_for<T>(m, ldb, k, n);
+  const few_rows_read rows_read = few_rows_read_for<T>(m, ldb, k, n, roomy_l1);
   const direct_b_fetching fetching{direct_b_fetches_near<T>(0, slivers, k, n),
                                    direct_b_fetches_near<T>(1, slivers, k, n),
                                    skews_b_fetch<T>(ldb, k, n), packs_page_panels<T>(m, ldb)};

@@ -403,16 +403,18 @@ BOOST_AUTO_TEST_CASE(decode_items_fetch_ahead) {
 }
 
 // Decode items fetch K and V into L1 on cores with an L1d of 48 KiB or more and into L2 on
-// smaller or unknown ones (key_stream); the size is the C library's, read once.
-BOOST_AUTO_TEST_CASE(decode_fetch_level_follows_the_l1d) {
-  namespace kd = argus::kernel::detail;
-  BOOST_TEST(!kd::key_fetch_into_l1(0));
-  BOOST_TEST(!kd::key_fetch_into_l1(std::size_t{32} * 1024));
-  BOOST_TEST(!kd::key_fetch_into_l1(std::size_t{48} * 1024 - 64));
-  BOOST_TEST(kd::key_fetch_into_l1(std::size_t{48} * 1024));
-  BOOST_TEST(kd::key_fetch_into_l1(std::size_t{64} * 1024));
-  const std::size_t l1d = argus::detail::l1d_bytes();
-  BOOST_TEST(argus::detail::l1d_bytes() == l1d);
+// smaller or unknown ones (key_stream, argus::detail::roomy_l1d); the size is the C library's,
+// read once; roomy_l1d_as overrides it for a scope, and both choices decode alike.
+BOOST_AUTO_TEST_CASE(fetch_level_follows_the_l1d) {
+  namespace ad = argus::detail;
+  BOOST_TEST(!ad::roomy_l1d(0));
+  BOOST_TEST(!ad::roomy_l1d(std::size_t{32} * 1024));
+  BOOST_TEST(!ad::roomy_l1d(std::size_t{48} * 1024 - 64));
+  BOOST_TEST(ad::roomy_l1d(std::size_t{48} * 1024));
+  BOOST_TEST(ad::roomy_l1d(std::size_t{64} * 1024));
+  const std::size_t l1d = ad::l1d_bytes();
+  BOOST_TEST(ad::l1d_bytes() == l1d);
+  BOOST_TEST(ad::roomy_l1d() == ad::roomy_l1d(l1d));
   BOOST_TEST((l1d == 0 || (l1d >= 4096 && l1d <= (std::size_t{16} << 20))));
 #if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
   const long reported = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
@@ -421,8 +423,29 @@ BOOST_AUTO_TEST_CASE(decode_fetch_level_follows_the_l1d) {
   else
     BOOST_TEST(l1d == 0);
 #endif
-  BOOST_TEST_MESSAGE("L1d " << l1d << " bytes: decode items fetch into "
-                            << (kd::key_fetch_into_l1(l1d) ? "L1" : "L2"));
+  BOOST_TEST_MESSAGE("L1d " << l1d << " bytes: data read once is fetched into "
+                            << (ad::roomy_l1d() ? "L1" : "L2"));
+  {
+    const ad::roomy_l1d_as outer(!ad::roomy_l1d(l1d));
+    BOOST_TEST(ad::roomy_l1d() == !ad::roomy_l1d(l1d));
+    {
+      const ad::roomy_l1d_as inner(true);
+      BOOST_TEST(ad::roomy_l1d());
+    }
+    BOOST_TEST(ad::roomy_l1d() == !ad::roomy_l1d(l1d));
+  }
+  BOOST_TEST(ad::roomy_l1d() == ad::roomy_l1d(l1d));
+  // Decode items (K and V streamed) under both choices, rows on lanes and few rows.
+  std::mt19937_64 rng(41);
+  for (const bool roomy : {false, true}) {
+    const ad::roomy_l1d_as as(roomy);
+    for (const std::size_t heads : {4, 40}) {
+      config c;
+      c.heads = heads, c.kv_heads = 2, c.seq_q = 1, c.seq_kv = 4099, c.d_k = 128, c.d_v = 128;
+      c.threads = 2;
+      check<float>(c, rng);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(grouped_query_attention_split_over_items, T, scalar_types) {

@@ -4,6 +4,8 @@
 // sanitized-split: *random*
 #include "argus/kernel/gemm.hpp"
 
+#include "argus/kernel/cpu_caches.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -643,23 +645,30 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
   for (auto& x : b) x = T(dist(rng));
   for (auto& x : bias) x = T(dist(rng));
   std::size_t failures = 0, checked = 0, far = 0, swept = 0, tiled = 0, longer = 0;
-  for (const std::size_t n : {large, mid})
-    for (const std::size_t ldb : {n + 5, (n + page) / page * page})
-      for (const std::size_t block : {n + 1, std::size_t{24}, std::size_t{64}})
-        for (std::size_t m = 1; m <= most; ++m)
-          for (const bool accumulate : {false, true}) {
-            if (block != n + 1 && m > 2 && m != most) continue;
-            far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n);
-            swept += d::sweeps_b_rows<T>(m, k, n);
-            tiled += d::few_rows_read_for<T>(m, ldb, k, n) == d::few_rows_read::register_tile;
-            longer += d::few_rows_read_for<T>(m, ldb, k, n) == d::few_rows_read::rows_long;
-            ++checked;
-            const std::string problem = against_column_slices<T>(
-                m, n, k, a.data(), lda, b.data(), ldb, bias.data(), block, accumulate, slice);
-            if (!problem.empty() && ++failures <= 5)
-              BOOST_ERROR("m " << m << " n " << n << " ldb " << ldb << " block " << block
-                               << " accumulate " << accumulate << ": " << problem);
-          }
+  // Both choices of where data read once is fetched (argus::detail::roomy_l1d), whatever the
+  // core's L1d: with AVX-512 they take different kernels from 2 MiB.
+  for (const bool roomy : {false, true}) {
+    const argus::detail::roomy_l1d_as as(roomy);
+    for (const std::size_t n : {large, mid})
+      for (const std::size_t ldb : {n + 5, (n + page) / page * page})
+        for (const std::size_t block : {n + 1, std::size_t{24}, std::size_t{64}})
+          for (std::size_t m = 1; m <= most; ++m)
+            for (const bool accumulate : {false, true}) {
+              if (block != n + 1 && m > 2 && m != most) continue;
+              const d::few_rows_read read = d::few_rows_read_for<T>(m, ldb, k, n, roomy);
+              far += d::rows_fetch_a_call_ahead<T>(m, ldb, k, n, roomy);
+              swept += d::sweeps_b_rows<T>(m, k, n, roomy);
+              tiled += read == d::few_rows_read::register_tile;
+              longer += read == d::few_rows_read::rows_long;
+              ++checked;
+              const std::string problem = against_column_slices<T>(
+                  m, n, k, a.data(), lda, b.data(), ldb, bias.data(), block, accumulate, slice);
+              if (!problem.empty() && ++failures <= 5)
+                BOOST_ERROR("roomy_l1 " << roomy << " m " << m << " n " << n << " ldb " << ldb
+                                        << " block " << block << " accumulate " << accumulate
+                                        << ": " << problem);
+            }
+  }
   // One row of Aᵀ (gemm_tn: A read as k x 1 with row stride 3), the same way.
   for (const std::size_t n : {large, mid})
     for (const std::size_t ldb : {n + 5, (n + page) / page * page}) {
@@ -675,14 +684,14 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(few_rows_against_a_b_from_memory_to_the_bit, T, el
         BOOST_ERROR("gemm_tn, one row, n " << n << " ldb " << ldb
                                            << ": differs from the product in column slices");
     }
-  BOOST_TEST(checked == 2 * (2 + 2 * 2 * (most + 2 * std::min<std::size_t>(3, most))));
+  BOOST_TEST(checked == 2 * (2 + 2 * 2 * 2 * (most + 2 * std::min<std::size_t>(3, most))));
   BOOST_TEST(far >= 2u);  // some heights take the kernels that fetch a call ahead
   if constexpr (argus::kernel::simd_bytes >= 32) BOOST_TEST(swept > 0u);
   // AVX-512's 7-8 rows against the smaller B take the register tile, as AVX2's 4 rows do where
   // B's rows are a multiple of 4 KiB apart (skewed_far_rows_most).
   if constexpr (d::direct_b_rows_near_most<T> < most || d::direct_b_fetch_skew > 1)
     BOOST_TEST(tiled > 0u);
-  // AVX-512's 3-6 rows against the smaller B fetch further ahead (rows_long).
+  // AVX-512's 3-6 rows against the smaller B fetch further ahead (rows_long) on a roomy L1d.
   if constexpr (d::rows_long_ahead_set) BOOST_TEST(longer > 0u);
   BOOST_TEST(failures == 0u);
 }
@@ -821,45 +830,67 @@ BOOST_AUTO_TEST_CASE(which_products_spread_their_fetch) {
 // b_call_ahead_page_bytes where B's rows are a multiple of 4 KiB apart (b_past_l2_bytes with
 // AVX-512 too); against a larger one, rows_from_memory_any_stride rows or more, and from
 // direct_b_rows_from_memory_least rows at such strides; one row only where the set does not read
-// it row by row instead (row_sweep_set).
+// it row by row instead (row_sweep_set). With AVX-512 on a core of less than 48 KiB of L1d
+// (far_reads_follow_l1d, roomy_l1 false), direct_b_rows_from_memory_least to
+// direct_b_rows_near_most rows from b_past_l2_bytes at any stride, as AVX2's.
 BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
   namespace d = argus::kernel::detail;
   BOOST_TEST(d::b_call_ahead_bytes >= d::b_past_l2_bytes);
   BOOST_TEST(d::b_call_ahead_bytes <= d::b_from_memory_bytes);
   BOOST_TEST(d::b_call_ahead_page_bytes >= d::b_past_l2_bytes);
   BOOST_TEST(d::b_call_ahead_page_bytes <= d::b_call_ahead_bytes);
+  BOOST_TEST(d::far_reads_follow_l1d == (argus::kernel::simd_bytes == 64));
   // k for n 4096 (rows 16 KiB apart) and for n 4000 (not a multiple of 4 KiB).
   constexpr std::size_t page = d::b_call_ahead_page_bytes / sizeof(float) / 4096;
   constexpr std::size_t big = (d::b_call_ahead_bytes / sizeof(float) + 3999) / 4000;
+  constexpr std::size_t past = (d::b_past_l2_bytes / sizeof(float) + 3999) / 4000;
   constexpr std::size_t least = d::direct_b_rows_from_memory_least;
   constexpr std::size_t any = d::rows_from_memory_any_stride;
+  constexpr std::size_t near = d::direct_b_rows_near_most<float>;
   BOOST_TEST(least >= 1u);
   BOOST_TEST(least <= any);
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(1, 4096, 4 * page, 4096) == !d::row_sweep_set);
-  if constexpr (d::row_sweep_set) BOOST_TEST(least > d::row_sweep_most);
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(least, 4096, page, 4096));
-  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4096, page - 1, 4096));
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4096, page, 4096));
-  BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4000, big, 4000));
-  BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(any, 4000, big - 1, 4000));
-  if constexpr (least < any)
-    BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4000, 4 * big, 4000));
-  // Where the register tile spreads its fetch (AVX2, rows a multiple of 512 bytes apart), no more
-  // than skewed_far_rows_most rows: AVX2's 4 rows take the register tile there, not elsewhere.
-  constexpr std::size_t skewed_most = d::skewed_far_rows_most;
-  constexpr bool skew = d::direct_b_fetch_skew > 1;
-  BOOST_TEST(skewed_most == 3u);
-  BOOST_TEST(d::skews_b_fetch<float>(4096, 4 * page, 4096) == skew);
-  for (std::size_t rows = 1; rows <= d::direct_b_rows_most<float>; ++rows) {
-    const bool rows_ok = rows >= least;
-    BOOST_TEST(d::rows_fetch_a_call_ahead<float>(rows, 4096, 4 * page, 4096) ==
-                   (rows_ok && (rows <= skewed_most || !skew)),
-               rows);
-    if (rows >= any) BOOST_TEST(d::rows_fetch_a_call_ahead<float>(rows, 4000, 4 * big, 4000), rows);
+  for (const bool roomy : {false, true}) {
+    BOOST_TEST_CONTEXT("roomy_l1 " << roomy) {
+      const bool tight = d::far_reads_follow_l1d && !roomy;
+      BOOST_TEST(d::rows_fetch_a_call_ahead<float>(1, 4096, 4 * page, 4096, roomy) ==
+                 !d::row_sweep_set);
+      if constexpr (d::row_sweep_set) BOOST_TEST(least > d::row_sweep_most);
+      BOOST_TEST(d::rows_fetch_a_call_ahead<float>(least, 4096, page, 4096, roomy));
+      BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(least, 4096, page - 1, 4096, roomy));
+      BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4096, page, 4096, roomy));
+      BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4000, big, 4000, roomy));
+      BOOST_TEST(d::rows_fetch_a_call_ahead<float>(any, 4000, big - 1, 4000, roomy) ==
+                 (tight && any <= near && big - 1 >= past));
+      if constexpr (least < any)
+        BOOST_TEST(d::rows_fetch_a_call_ahead<float>(least, 4000, 4 * big, 4000, roomy) == tight);
+      // Where the register tile spreads its fetch (AVX2, rows a multiple of 512 bytes apart), no
+      // more than skewed_far_rows_most rows: AVX2's 4 rows take the register tile there, not
+      // elsewhere.
+      constexpr std::size_t skewed_most = d::skewed_far_rows_most;
+      constexpr bool skew = d::direct_b_fetch_skew > 1;
+      BOOST_TEST(skewed_most == 3u);
+      BOOST_TEST(d::skews_b_fetch<float>(4096, 4 * page, 4096) == skew);
+      for (std::size_t rows = 1; rows <= d::direct_b_rows_most<float>; ++rows) {
+        const bool rows_ok = rows >= least;
+        BOOST_TEST(d::rows_fetch_a_call_ahead<float>(rows, 4096, 4 * page, 4096, roomy) ==
+                       (rows_ok && (rows <= skewed_most || !skew)),
+                   rows);
+        if (rows >= any)
+          BOOST_TEST(d::rows_fetch_a_call_ahead<float>(rows, 4000, 4 * big, 4000, roomy), rows);
+        // From b_past_l2_bytes, rows not a multiple of 4 KiB apart: AVX-512 on a small L1d only,
+        // from least to near rows (its 7-8 keep the register tile there).
+        BOOST_TEST(d::rows_fetch_a_call_ahead<float>(rows, 4000, past, 4000, roomy) ==
+                       ((tight && rows >= least && rows <= near) ||
+                        (d::b_call_ahead_bytes == d::b_past_l2_bytes && rows >= any &&
+                         (rows <= skewed_most || !d::skews_b_fetch<float>(4000, past, 4000)))),
+                   rows);
+        BOOST_TEST(!d::rows_fetch_a_call_ahead<float>(rows, 4000, past - 1, 4000, roomy), rows);
+      }
+      // double: rows 4 KiB apart at n 512.
+      BOOST_TEST(d::rows_fetch_a_call_ahead<double>(least, 512, 4 * page, 512, roomy));
+      BOOST_TEST(!d::rows_fetch_a_call_ahead<double>(least, 512, page, 512, roomy));
+    }
   }
-  // double: rows 4 KiB apart at n 512.
-  BOOST_TEST(d::rows_fetch_a_call_ahead<double>(least, 512, 4 * page, 512));
-  BOOST_TEST(!d::rows_fetch_a_call_ahead<double>(least, 512, page, 512));
 }
 
 // How one sliver of a few rows reads a row-major B in place (few_rows_read_for): more rows than
@@ -867,12 +898,14 @@ BOOST_AUTO_TEST_CASE(which_rows_fetch_a_call_ahead) {
 // rows_fetch_a_call_ahead says; else the kernels that fetch a few steps ahead, but for more than
 // direct_b_rows_near_most rows against a B of b_past_l2_bytes or more (the register tile), and
 // for fewer, with AVX-512, the same fetching further ahead (rows_long) unless B's rows are a
-// multiple of 2 KiB apart. And
-// which B the row sweep takes: from row_sweep_least_bytes (b_past_l2_bytes, but
-// b_from_memory_bytes with AVX-512).
+// multiple of 2 KiB apart. And which B the row sweep takes: from row_sweep_least_bytes
+// (b_past_l2_bytes, but b_from_memory_bytes with AVX-512 on a core of 48 KiB of L1d or more).
+// On a smaller L1d, AVX-512's 3-6 rows against a B of b_past_l2_bytes fetch a call ahead and its
+// 1-2 rows sweep B's rows, as AVX2's do.
 BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
   namespace d = argus::kernel::detail;
   using r = d::few_rows_read;
+  constexpr int simd = argus::kernel::simd_bytes;
   constexpr std::size_t most = d::direct_b_rows_most<float>,
                         near = d::direct_b_rows_near_most<float>;
   // The fewest rows of a B 1000 wide that make b_past_l2_bytes, and b_from_memory_bytes.
@@ -880,47 +913,57 @@ BOOST_AUTO_TEST_CASE(which_few_rows_read_how) {
   constexpr std::size_t large = (d::b_from_memory_bytes / sizeof(float) + 999) / 1000;
   BOOST_TEST(near >= 1u);
   BOOST_TEST(near <= most);
-  BOOST_TEST((d::few_rows_read_for<float>(most + 1, 1000, 64, 1000) == r::register_tile));
-  BOOST_TEST((d::few_rows_read_for<float>(most + 1, 1000, 4 * large, 1000) == r::register_tile));
-  for (std::size_t m = 1; m <= most; ++m) {
-    // Under b_past_l2_bytes: the near kernels at every height.
-    BOOST_TEST((d::few_rows_read_for<float>(m, 1000, past - 1, 1000) == r::rows_near));
-    const bool far = d::rows_fetch_a_call_ahead<float>(m, 1000, past + 1, 1000);
-    const r mid = d::few_rows_read_for<float>(m, 1000, past + 1, 1000);
-    const r kept = d::rows_long_ahead_set ? r::rows_long : r::rows_near;
-    BOOST_TEST((mid == (far ? r::rows_far : m > near ? r::register_tile : kept)));
-    // Rows 2 KiB apart fall on two offsets of L1's sets: never the long fetch there.
-    const r mid_2k = d::few_rows_read_for<float>(m, 512, 2 * past, 512);
-    BOOST_TEST((mid_2k != r::rows_long));
-    if (m >= d::rows_from_memory_any_stride)
-      BOOST_TEST((d::few_rows_read_for<float>(m, 1000, large, 1000) == r::rows_far));
-    // Rows 4 KiB apart (a multiple of 512 bytes): where the register tile spreads its fetch
-    // (AVX2), more than skewed_far_rows_most rows take it.
-    const bool skewed = d::skews_b_fetch<float>(1024, 4 * past, 1024);
-    BOOST_TEST(skewed == (d::direct_b_fetch_skew > 1));
-    if (skewed && m > d::skewed_far_rows_most)
-      BOOST_TEST((d::few_rows_read_for<float>(m, 1024, 4 * past, 1024) == r::register_tile));
+  if constexpr (simd == 64) BOOST_TEST(near < most);
+  for (const bool roomy : {false, true}) {
+    BOOST_TEST_CONTEXT("roomy_l1 " << roomy) {
+      BOOST_TEST(
+          (d::few_rows_read_for<float>(most + 1, 1000, 64, 1000, roomy) == r::register_tile));
+      BOOST_TEST((d::few_rows_read_for<float>(most + 1, 1000, 4 * large, 1000, roomy) ==
+                  r::register_tile));
+      for (std::size_t m = 1; m <= most; ++m) {
+        // Under b_past_l2_bytes: the near kernels at every height.
+        BOOST_TEST((d::few_rows_read_for<float>(m, 1000, past - 1, 1000, roomy) == r::rows_near));
+        const bool far = d::rows_fetch_a_call_ahead<float>(m, 1000, past + 1, 1000, roomy);
+        const r mid = d::few_rows_read_for<float>(m, 1000, past + 1, 1000, roomy);
+        const r kept = d::rows_long_ahead_set ? r::rows_long : r::rows_near;
+        BOOST_TEST((mid == (far ? r::rows_far : m > near ? r::register_tile : kept)));
+        // AVX-512 on a small L1d: 3-6 rows a call ahead from 2 MiB, 7-8 the register tile.
+        if (d::far_reads_follow_l1d && !roomy && m >= d::direct_b_rows_from_memory_least)
+          BOOST_TEST((mid == (m <= near ? r::rows_far : r::register_tile)), m);
+        // Rows 2 KiB apart fall on two offsets of L1's sets: never the long fetch there.
+        const r mid_2k = d::few_rows_read_for<float>(m, 512, 2 * past, 512, roomy);
+        BOOST_TEST((mid_2k != r::rows_long));
+        if (m >= d::rows_from_memory_any_stride)
+          BOOST_TEST((d::few_rows_read_for<float>(m, 1000, large, 1000, roomy) == r::rows_far));
+        // Rows 4 KiB apart (a multiple of 512 bytes): where the register tile spreads its fetch
+        // (AVX2), more than skewed_far_rows_most rows take it.
+        const bool skewed = d::skews_b_fetch<float>(1024, 4 * past, 1024);
+        BOOST_TEST(skewed == (d::direct_b_fetch_skew > 1));
+        if (skewed && m > d::skewed_far_rows_most)
+          BOOST_TEST(
+              (d::few_rows_read_for<float>(m, 1024, 4 * past, 1024, roomy) == r::register_tile));
+      }
+      // Rows 4 KiB apart, B of 2 MiB (512 x 1024): AVX-512 fetches a call ahead at the most rows
+      // (b_call_ahead_page_bytes) and AVX2 at 3 (its 4 take the register tile, whose fetch is
+      // spread there), the portable set from 16 MiB.
+      BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 512, 1024, roomy) ==
+                  (simd == 64   ? r::rows_far
+                   : simd == 32 ? r::register_tile
+                                : r::rows_near)));
+      if constexpr (simd >= 32)
+        BOOST_TEST((d::few_rows_read_for<float>(3, 1024, 512, 1024, roomy) == r::rows_far));
+      BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 511, 1024, roomy) == r::rows_near));
+      BOOST_TEST(d::row_sweep_least_bytes(roomy) ==
+                 (d::far_reads_follow_l1d && roomy ? d::b_from_memory_bytes : d::b_past_l2_bytes));
+      for (const std::size_t m : {std::size_t{1}, d::row_sweep_most}) {
+        BOOST_TEST(d::sweeps_b_rows<float>(m, large, 1000, roomy) == d::row_sweep_set);
+        BOOST_TEST(!d::sweeps_b_rows<float>(m, past - 1, 1000, roomy));
+        BOOST_TEST(d::sweeps_b_rows<float>(m, past, 1000, roomy) ==
+                   (d::row_sweep_set && (!d::far_reads_follow_l1d || !roomy)));
+      }
+      BOOST_TEST(!d::sweeps_b_rows<float>(d::row_sweep_most + 1, 4 * large, 1000, roomy));
+    }
   }
-  if constexpr (argus::kernel::simd_bytes == 64) BOOST_TEST(near < most);
-  // Rows 4 KiB apart, B of 2 MiB (512 x 1024): AVX-512 fetches a call ahead at the most rows
-  // (b_call_ahead_page_bytes) and AVX2 at 3 (its 4 take the register tile, whose fetch is
-  // spread there), the portable set from 16 MiB.
-  BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 512, 1024) ==
-              (argus::kernel::simd_bytes == 64   ? r::rows_far
-               : argus::kernel::simd_bytes == 32 ? r::register_tile
-                                                 : r::rows_near)));
-  if constexpr (argus::kernel::simd_bytes >= 32)
-    BOOST_TEST((d::few_rows_read_for<float>(3, 1024, 512, 1024) == r::rows_far));
-  BOOST_TEST((d::few_rows_read_for<float>(most, 1024, 511, 1024) == r::rows_near));
-  BOOST_TEST(d::row_sweep_least_bytes ==
-             (argus::kernel::simd_bytes == 64 ? d::b_from_memory_bytes : d::b_past_l2_bytes));
-  for (const std::size_t m : {std::size_t{1}, d::row_sweep_most}) {
-    BOOST_TEST(d::sweeps_b_rows<float>(m, large, 1000) == d::row_sweep_set);
-    BOOST_TEST(!d::sweeps_b_rows<float>(m, past - 1, 1000));
-    BOOST_TEST(d::sweeps_b_rows<float>(m, past, 1000) ==
-               (d::row_sweep_set && argus::kernel::simd_bytes != 64));
-  }
-  BOOST_TEST(!d::sweeps_b_rows<float>(d::row_sweep_most + 1, 4 * large, 1000));
 }
 
 // How far one sliver's rows kernel runs along a k block n columns wide
