@@ -6,7 +6,7 @@
 // (detail::roomy_l1d): into L1 on a core of 48 KiB of L1d or more, into L2 only on a smaller
 // one. The same AVX-512 code decodes from memory 1.4x faster on Zen 5 (48 KiB L1d) fetching K
 // and V into L1, and 1.2-1.6x faster on Zen 4 (32 KiB L1d) fetching them into L2
-// (flash_micro_kernels.hpp's key_stream); a few rows against weights from memory run 1.4-2.0x
+// (flash_micro_kernels.hpp's key_stream); a few rows against weights from memory run 1.3-2.1x
 // faster on Zen 4 with the kernels that fetch into L2 a call ahead, which on Zen 5 only paid
 // from 16 MiB of weights (gemm.hpp's few_rows_read_for, sweeps_b_rows). docs/performance.md,
 // "Fetching into L1 or L2". Both cores run the same instructions; only the cache tells them

@@ -286,18 +286,17 @@ inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
 /// smaller ones (into_l1: cpu_caches.hpp's roomy_l1d). One query of 32 heads over 8 K/V heads,
 /// d 128, K and V from memory, the same AVX-512 code: Zen 5 (48 KiB L1d) 1.36-1.38x faster
 /// with both into L1 than with nothing fetched, V into L2 only up to 1.2x slower than into L1;
-/// Zen 4 (32 KiB L1d) 1.2-1.6x faster (AVX2 1.4-1.8x) with both into L2 than into L1, K into
+/// Zen 4 (32 KiB L1d) 1.3-1.6x faster (AVX2 1.4-1.8x) with both into L2 than into L1, K into
 /// L1 even 2 KiB ahead 0.75-0.90x of that. The hardware's prefetchers alone left the loads
-/// waiting: one query of 32 heads
-/// over 8 K/V heads of d 128, 8192 keys (64 MiB), Zen 5, 1 thread, 1.15-1.73x faster with them
-/// and the four-row blocks of score_dots; rows on lanes (32 and 64 heads over one K/V head)
-/// 1.11-1.20x (AVX-512, AVX2), and 1.06-1.35x more with a block's fetches spread over d
-/// (fetch_bytes, score_block); a model's layers of 2-8 MiB, which fetched nothing before,
-/// 1.29-1.51x. V into L2 only (prefetcht1) was up to 1.2x slower, non-temporal (prefetchnta)
-/// 0.9-1.1x with AVX2 and 0.8-1.0x with AVX-512, and its lines, which skip L2 when evicted,
-/// would come from memory twice where the tile outgrows L1 (AVX2's 48 KiB tiles, 32 KiB L1s).
-/// Where one call is repeated over K and V that stay in L2 or L3, the fetches cost up to 18 %
-/// (docs/performance.md, "Decoding from memory", "Every decode item streams"). The addresses
+/// waiting: the same call on Zen 5, 1 thread, 1.15-1.73x faster with the fetches and the
+/// four-row blocks of score_dots; rows on lanes (32 and 64 heads over one K/V head) 1.11-1.20x
+/// (AVX-512, AVX2), and 1.06-1.35x more with a block's fetches spread over d (fetch_bytes,
+/// score_block); a model's layers of 2-8 MiB, which fetched nothing before, 1.29-1.51x. V
+/// non-temporal (prefetchnta) was 0.9-1.1x with AVX2 and 0.8-1.0x with AVX-512 there (0.83-0.95x
+/// on Zen 4), and its lines, which skip L2 when evicted, would come from memory twice where the
+/// tile outgrows L1 (AVX2's 48 KiB tiles, 32 KiB L1s). Where one call is repeated over K and V
+/// that stay in L2 or L3, the fetches cost Zen 5 up to 18 % (docs/performance.md, "Decoding from
+/// memory", "Every decode item streams", "Fetching into L1 or L2"). The addresses
 /// are integers: rows past the last key are fetched, never read.
 struct key_stream {
   std::uintptr_t k;                            // the tile's first K row

@@ -472,9 +472,10 @@ inline constexpr std::size_t b_call_ahead_page_bytes =
 /// the kernels that fetch into L1 (rows_long's 6 KiB of each row ahead) lose to those fetching
 /// into L2. AMD EPYC Zen 4 (family 25 model 17, 32 KiB L1d), one thread, `bench/ab/ab.sh`, the
 /// same bits, before ÷ after: B 768 x 768 and 1600 x 1600 from memory (`ARGUS_AB_COPIES=48`)
-/// m 1-2 (the sweep) 1.48-1.83x faster, m 3-6 (a call ahead) 1.37-2.01x, m 3 against 2560 x
-/// 2560 and 4000 x 4000 1.35x and 1.56x; from L3 (one B over and over) 0.91-1.03x; GPT-2 XL's
-/// layer (`bench_models`) at n 2 and 4 1.35-1.39x and 2.06x on 1 and 2 threads. Not 7-8 rows
+/// m 1-2 (the sweep) 1.47-1.80x faster, m 3-6 (a call ahead) 1.28-2.12x, m 3 against 2560 x
+/// 2560 and 4000 x 4000 1.35x and 1.56x; from L3 (one B over and over) 0.93-1.13x; GPT-2 XL's
+/// layer (`bench_models`) at n 2 1.40x and 1.13x (1 and 2 threads), at n 4 2.15x and 1.74x,
+/// at n 8 (the register tile) 1.02-1.03x. Not 7-8 rows
 /// (a call ahead 0.90-0.96x of the register tile from memory), nor on Zen 5 (48 KiB), where
 /// AVX-512's rows a call ahead took 1.00-1.07x from memory and 0.66-0.97x from L3
 /// (docs/performance.md, "Fetching into L1 or L2").
