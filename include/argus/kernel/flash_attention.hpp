@@ -49,6 +49,7 @@
 // other width (>= 1) runs the same code with run-time extents.
 #pragma once
 
+#include "argus/kernel/cpu_caches.hpp"
 #include "argus/kernel/dropout.hpp"
 #include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/flash_micro_kernels.hpp"
@@ -377,6 +378,9 @@ struct flash_item {
   /// Whether the item reads each tile of K and V once, as a decode item does, and so fetches
   /// them ahead as it scores (key_stream): in a model they come from memory.
   bool streams_keys = false;
+  /// Where such an item fetches them: into L1, or into L2 only (key_stream::into_l1: the core's
+  /// argus::detail::roomy_l1d(), read once a call).
+  bool fetches_into_l1 = false;
 };
 
 /// Points the row sets and shared tiles of `it` into this thread's scratch.
@@ -1044,7 +1048,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
                             p.d_k * sizeof(T),
                             p.d_v * sizeof(T),
                             key_fetch_ahead_bytes / (p.d_k * sizeof(T)),
-                            argus::detail::roomy_l1d()};
+                            it.fetches_into_l1};
     // The first set that scores the tile fetches as it goes (score_dots, or score_tile for
     // rows on lanes; the rows of one decode item are one set but for groups of more than a
     // tile's rows).
@@ -1236,6 +1240,7 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p,
     return partial.data() + ((pair * chunks + chunk) * rows_total + row) * stride;
   };
 
+  const bool into_l1 = argus::detail::roomy_l1d();
   parallel_for(pairs * chunks, [&](std::size_t task, std::size_t) {
     const std::size_t pair = task / chunks, chunk = task % chunks;
     flash_item<T> it{&p,      pair / p.kv_heads, pair % p.kv_heads, nullptr, set_count,
@@ -1247,6 +1252,7 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p,
     // read once per token, the other layers' weights and caches between, so they come from
     // memory even where one layer's would fit the L3 (key_stream).
     it.streams_keys = true;
+    it.fetches_into_l1 = into_l1;
     for (std::size_t si = 0; si < set_count; ++si) {
       row_set<T>& s = it.sets[si];
       s.rows = std::min(tile, rows_total - si * tile);
