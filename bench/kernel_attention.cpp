@@ -275,6 +275,8 @@ BENCHMARK(flash_decode_width)
 BENCHMARK(flash_decode_model)
     ->ArgsProduct({{256, 1024, 2048, 8192}, {128}, {32}, {8}, {1, 2}, {0}})
     ->ArgsProduct({{256, 1024, 8192}, {128}, {32}, {8}, {1, 2}, {1}})
+    ->ArgsProduct({{1024, 8192}, {64, 256}, {32}, {8}, {1, 2}, {0}})
+    ->ArgsProduct({{1024, 8192}, {128}, {8, 64}, {8}, {1, 2}, {0}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

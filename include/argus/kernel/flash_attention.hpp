@@ -1049,21 +1049,21 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
                             p.d_v * sizeof(T),
                             key_fetch_ahead_bytes / (p.d_k * sizeof(T)),
                             it.fetches_into_l1};
-    // The first set that scores the tile fetches as it goes (score_dots, or score_tile for
-    // rows on lanes; the rows of one decode item are one set but for groups of more than a
-    // tile's rows).
+    // The first set that scores the tile fetches as it goes (score_dots and value_tile, or
+    // score_tile for rows on lanes; the rows of one decode item are one set but for groups of
+    // more than a tile's rows).
     const key_stream* fetch = it.streams_keys ? &stream : nullptr;
     for (std::size_t si = 0; si < it.set_count; ++si) {
       row_set<T>& s = it.sets[si];
       const auto [n, pairs] = plan_set(s, j0, nk);
       if (n == 0) continue;  // no weight of the tile is other than 0 for the set's rows
       if (!prepared) prepare_values(), prepared = true;
+      const key_stream* set_fetch = std::exchange(fetch, nullptr);
       if (s.on_lanes())
-        score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top,
-                          std::exchange(fetch, nullptr));
+        score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
       else
         score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top,
-                          std::exchange(fetch, nullptr));
+                          set_fetch);
       if (mask_tile(it, s, j0, n, any_key_ignored, pairs == tile_cover::some))
         tile_maximum(it.scores, n, s.lanes(), it.top);
       const bool rescale = softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
@@ -1073,7 +1073,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
         lane_value_tile<T, DV>(s.lanes(), p.d_v, n, it.scores, vt, v_row,
                                rescale ? s.alpha : nullptr, s.acc);
       else
-        value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc);
+        value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc, set_fetch);
       if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
     }
   }

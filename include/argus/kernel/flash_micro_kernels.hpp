@@ -278,26 +278,49 @@ template <class T, std::size_t A, std::size_t QV, bool ContiguousA>
 /// Bytes of K ahead of the keys being scored that key_stream::fetch asks for.
 inline constexpr std::size_t key_fetch_ahead_bytes = 8192;
 
+/// Keys ahead of the V row a value pass over a set of `rows` rows reads whose same columns it
+/// fetches (value_tile, key_stream::fetch_values): a number of keys, not of bytes, as a pass
+/// over a register block of columns spends rows × registers multiply-adds on a key whatever d
+/// is, and so as many more keys for fewer rows, that the fetches lead the reads by about as long.
+/// Zen 4, from memory, V fetched by the value passes alone: 4 rows 8 KiB on, as K (16 keys at d
+/// 128, 8 at d 256), 1.20-1.42x faster than V fetched as the tile was scored but d 256 from L3
+/// 0.79-0.87x (its passes outran the fetches); 48 to 128 keys 1.03-1.58x with AVX-512, 1.07-1.96x
+/// with AVX2, level among themselves; one row, one call over 32 MiB repeated (AVX2), 64 keys
+/// 0.72-0.82x, 256 keys 0.81-0.87x (docs/performance.md, "Fetching V as the values read it").
+constexpr std::size_t value_fetch_ahead_keys(std::size_t rows) noexcept {
+  return 256 / std::clamp<std::size_t>(rows, 1, 4);
+}
+
 /// A decode item's K and V, read once a call (flash_attention.hpp's streams_keys; in a model
 /// from memory): as score_dots (few rows) or score_tile (rows on lanes) scores a block of keys,
 /// it fetches K's rows key_fetch_ahead_bytes further on and the same keys' V rows, which the
 /// value product reads next, into L1 (prefetcht0: a line evicted from L1 before its use then
 /// waits in L2) on cores with 48 KiB of L1 data cache or more, into L2 only (prefetcht1) on
-/// smaller ones (into_l1: cpu_caches.hpp's roomy_l1d). One query of 32 heads over 8 K/V heads,
-/// d 128, K and V from memory, the same AVX-512 code: Zen 5 (48 KiB L1d) 1.36-1.38x faster
-/// with both into L1 than with nothing fetched, V into L2 only up to 1.2x slower than into L1;
-/// Zen 4 (32 KiB L1d) 1.3-1.6x faster (AVX2 1.4-1.8x) with both into L2 than into L1, K into
-/// L1 even 2 KiB ahead 0.75-0.90x of that. The hardware's prefetchers alone left the loads
-/// waiting: the same call on Zen 5, 1 thread, 1.15-1.73x faster with the fetches and the
-/// four-row blocks of score_dots; rows on lanes (32 and 64 heads over one K/V head) 1.11-1.20x
-/// (AVX-512, AVX2), and 1.06-1.35x more with a block's fetches spread over d (fetch_bytes,
-/// score_block); a model's layers of 2-8 MiB, which fetched nothing before, 1.29-1.51x. V
-/// non-temporal (prefetchnta) was 0.9-1.1x with AVX2 and 0.8-1.0x with AVX-512 there (0.83-0.95x
-/// on Zen 4), and its lines, which skip L2 when evicted, would come from memory twice where the
-/// tile outgrows L1 (AVX2's 48 KiB tiles, 32 KiB L1s). Where one call is repeated over K and V
-/// that stay in L2 or L3, the fetches cost Zen 5 up to 18 % (docs/performance.md, "Decoding from
-/// memory", "Every decode item streams", "Fetching into L1 or L2"). The addresses
-/// are integers: rows past the last key are fetched, never read.
+/// smaller ones (into_l1: cpu_caches.hpp's roomy_l1d). Few rows fetch V again as value_tile
+/// reads it: each pass the same columns of a row value_fetch_ahead_keys further on, into L2
+/// (fetch_values), so that the value product too keeps fetches in flight, where before the
+/// scores' fetches filled the memory queue and the value product left it idle. Zen 4 (32 KiB
+/// L1d), K and V from memory on 2 MiB pages: 4 rows a K/V head, d 64-256, 1.39-1.62x faster
+/// on 1 thread with AVX-512 (1.28-1.56x AVX2), 1.10-1.39x on 2; one row 1.08-1.27x, 8 rows
+/// 1.27-1.31x (AVX-512); on 4 KiB pages 1.06-1.17x with AVX-512 but 0.93-1.05x with AVX2, and a
+/// call repeated over K and V that stay in L3 0.92-0.96x (AVX2 0.83-0.85x): the price of
+/// fetches whose lines are there already. With V fetched by the value passes alone: one row
+/// repeated over 32 MiB 0.72-0.87x (AVX2), d 256 with AVX-512 1.16x against 1.5x
+/// (docs/performance.md, "Fetching V as the values read it"). One query of 32
+/// heads over 8 K/V heads, d 128, K and V from memory, the same AVX-512 code, before those
+/// second fetches: Zen 5 (48 KiB L1d) 1.36-1.38x faster with both into L1 than with nothing
+/// fetched, V into L2 only up to 1.2x slower than into L1; Zen 4 1.3-1.6x faster (AVX2
+/// 1.4-1.8x) with both into L2 than into L1, K into L1 even 2 KiB ahead 0.75-0.90x of that. The
+/// hardware's prefetchers alone left the loads waiting: the same call on Zen 5, 1 thread,
+/// 1.15-1.73x faster with the fetches and the four-row blocks of score_dots; rows on lanes (32
+/// and 64 heads over one K/V head) 1.11-1.20x (AVX-512, AVX2), and 1.06-1.35x more with a
+/// block's fetches spread over d (fetch_bytes, score_block); a model's layers of 2-8 MiB, which
+/// fetched nothing before, 1.29-1.51x. V non-temporal (prefetchnta) was 0.9-1.1x with AVX2 and
+/// 0.8-1.0x with AVX-512 there (0.83-0.95x on Zen 4), and its lines, which skip L2 when evicted,
+/// would come from memory twice where the tile outgrows L1 (AVX2's 48 KiB tiles, 32 KiB L1s).
+/// Where one call is repeated over K and V that stay in L2 or L3, the fetches cost Zen 5 up to
+/// 18 % (docs/performance.md, "Decoding from memory", "Every decode item streams", "Fetching
+/// into L1 or L2"). The addresses are integers: rows past the last key are fetched, never read.
 struct key_stream {
   std::uintptr_t k;                            // the tile's first K row
   std::uintptr_t v;                            // and V row
@@ -310,6 +333,27 @@ struct key_stream {
   /// and their own V rows.
   [[gnu::always_inline]] void fetch(std::size_t j0, std::size_t j1) const noexcept {
     fetch_bytes(j0, j1, 0, k_bytes);
+  }
+
+  /// Into L2, the lines of V row j of the tile (past its last key: the next tile's) that start
+  /// in bytes [b0, b1) of the row: a value pass over those bytes of a row asks for the row
+  /// value_fetch_ahead_keys further on.
+  [[gnu::always_inline]] void fetch_values(std::size_t j, std::size_t b0,
+                                           std::size_t b1) const noexcept {
+    value_lines(
+        j, b0, b1, [](std::uintptr_t line) __attribute__((always_inline)) {
+          // NOLINTNEXTLINE(performance-no-int-to-ptr): a hint's address, never dereferenced
+          __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 2);
+        });
+  }
+
+  /// sink(address) for each line fetch_values(j, b0, b1) asks for: the passes of value_tile,
+  /// which split a row's bytes, ask for each line of its first v_bytes once.
+  template <class Sink>
+  [[gnu::always_inline]] void value_lines(std::size_t j, std::size_t b0, std::size_t b1,
+                                          Sink sink) const noexcept {
+    const std::uintptr_t row = v + j * v_row;
+    for (std::size_t x = (b0 + 63) / 64 * 64; x < std::min(b1, v_bytes); x += 64) sink(row + x);
   }
 
   /// fetch(j0, j1)'s lines that start in bytes [b0, b1) of the rows (of V's rows, to their end
@@ -506,8 +550,8 @@ template <class T, std::size_t DK, std::size_t R>
 /// r < rows, j < n, and top[r] = max_j (q[r] points at query row r, read in place). Rows are
 /// taken four at a time (then two, one): each vector of K loaded once for them all, each of Q
 /// once for a block of keys (score_dot_rows); with `stream`, the first rows' pass fetches K
-/// and V ahead as it goes. Lanes from rows up to the next whole register are set to 0 (the
-/// softmax runs over whole registers).
+/// and V ahead as it goes (value_tile fetches V again further on). Lanes from rows up to the
+/// next whole register are set to 0 (the softmax runs over whole registers).
 template <class T, std::size_t DK>
 void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, std::size_t n,
                 const T* k, std::size_t k_row, T* st, T* top,
@@ -674,13 +718,25 @@ void tile_maximum(const T* st, std::size_t n, std::size_t lanes, T* top) noexcep
 // ---------------------------------------------------------------------------------------
 // Values: acc = alpha · acc + P · V.
 
+/// What a value pass fetches as it goes (a decode item's few rows, value_tile): with `stream`,
+/// the lines of the pass's columns, which start at byte b0 of a V row, `ahead` keys on.
+struct value_fetch {
+  const key_stream* stream = nullptr;
+  std::size_t ahead = 0, b0 = 0;
+};
+
 /// acc[r][c] = alpha[r] · acc[r][c] + Σ_j p[j][r] · v[j][c] for r < Rows, c < CV · width;
-/// p has rows of q_tile, acc rows of acc_row.
+/// p has rows of q_tile, acc rows of acc_row. With fetch.stream, each key's step fetches the
+/// block's columns of the V row fetch.ahead keys on (value_fetch, key_stream::fetch_values).
 template <class T, std::size_t Rows, std::size_t CV>
 inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row, const T* alpha,
-                        T* acc, std::size_t acc_row) noexcept {
+                        T* acc, std::size_t acc_row, value_fetch fetch = {}) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  const auto fetch_row = [&](std::size_t j) __attribute__((always_inline)) {
+    if (fetch.stream != nullptr)
+      fetch.stream->fetch_values(j + fetch.ahead, fetch.b0, fetch.b0 + CV * w * sizeof(T));
+  };
   V o[Rows][CV];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < Rows; ++r) {
@@ -697,6 +753,7 @@ inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row
 #pragma GCC unroll 8
       for (std::size_t c = 0; c < CV; ++c) o2[r][c] = V::zero();
     for (; j + 2 <= n; j += 2) {
+      fetch_row(j), fetch_row(j + 1);
 #pragma GCC unroll 8
       for (std::size_t r = 0; r < Rows; ++r) {
         const V p0 = V::broadcast(p[j * tile + r]), p1 = V::broadcast(p[(j + 1) * tile + r]);
@@ -713,6 +770,7 @@ inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row
       for (std::size_t c = 0; c < CV; ++c) o[r][c] += o2[r][c];
   }
   for (; j < n; ++j) {
+    fetch_row(j);
     V vj[CV];
 #pragma GCC unroll 8
     for (std::size_t c = 0; c < CV; ++c) vj[c] = V::load(v + j * v_row + c * w);
@@ -732,37 +790,45 @@ inline void value_block(std::size_t n, const T* p, const T* v, std::size_t v_row
 /// value_block with cvs <= CV registers of columns and rows <= Rows rows (edge blocks).
 template <class T, std::size_t Rows, std::size_t CV = flash_blocking<T>::col_vectors>
 inline void value_columns(std::size_t cvs, std::size_t n, const T* p, const T* v, std::size_t v_row,
-                          const T* alpha, T* acc, std::size_t acc_row) noexcept {
+                          const T* alpha, T* acc, std::size_t acc_row, value_fetch fetch) noexcept {
   if constexpr (CV > 1) {
-    if (cvs < CV) return value_columns<T, Rows, CV - 1>(cvs, n, p, v, v_row, alpha, acc, acc_row);
+    if (cvs < CV)
+      return value_columns<T, Rows, CV - 1>(cvs, n, p, v, v_row, alpha, acc, acc_row, fetch);
   }
-  value_block<T, Rows, CV>(n, p, v, v_row, alpha, acc, acc_row);
+  value_block<T, Rows, CV>(n, p, v, v_row, alpha, acc, acc_row, fetch);
 }
 
 template <class T, std::size_t Rows = flash_blocking<T>::row_block>
 inline void value_rows(std::size_t rows, std::size_t cvs, std::size_t n, const T* p, const T* v,
-                       std::size_t v_row, const T* alpha, T* acc, std::size_t acc_row) noexcept {
+                       std::size_t v_row, const T* alpha, T* acc, std::size_t acc_row,
+                       value_fetch fetch) noexcept {
   if constexpr (Rows > 1) {
-    if (rows < Rows) return value_rows<T, Rows - 1>(rows, cvs, n, p, v, v_row, alpha, acc, acc_row);
+    if (rows < Rows)
+      return value_rows<T, Rows - 1>(rows, cvs, n, p, v, v_row, alpha, acc, acc_row, fetch);
   }
-  value_columns<T, Rows>(cvs, n, p, v, v_row, alpha, acc, acc_row);
+  value_columns<T, Rows>(cvs, n, p, v, v_row, alpha, acc, acc_row, fetch);
 }
 
 /// acc (rows, DVP) = alpha · acc + P · V for the n keys of a tile, P = S^T (n, Q_TILE) after
 /// softmax_step, V rows of v_row elements, DVP a whole number of registers. DV != 0 fixes
-/// DVP at compile time.
+/// DVP at compile time. With `stream`, every block of rows fetches V value_fetch_ahead_keys(rows)
+/// ahead as it reads it (value_block, key_stream::fetch_values): the second block's requests for
+/// the lines the first asked for were not wasted where a tile has more than row_block rows (Zen 4,
+/// 64 heads over 8 K/V heads, 8 rows in blocks of 6 and 2, from memory: 1.12-1.17x faster on 1
+/// thread than with the first block alone, 1.01-1.06x on 2).
 template <class T, std::size_t DV>
 inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n, const T* p,
-                       const T* v, std::size_t v_row, const T* alpha, T* acc) noexcept {
+                       const T* v, std::size_t v_row, const T* alpha, T* acc,
+                       const key_stream* stream = nullptr) noexcept {
   using blocking = flash_blocking<T>;
   constexpr std::size_t w = blocking::width, rb = blocking::row_block,
                         cb = blocking::col_vectors * w;
-  const std::size_t dvp = DV != 0 ? DV : dvp_runtime;
+  const std::size_t dvp = DV != 0 ? DV : dvp_runtime, ahead = value_fetch_ahead_keys(rows);
   for (std::size_t r = 0; r < rows; r += rb) {
     const std::size_t nr = std::min(rb, rows - r);
     for (std::size_t c = 0; c < dvp; c += cb)
       value_rows<T>(nr, std::min(cb, dvp - c) / w, n, p + r, v + c, v_row, alpha + r,
-                    acc + r * dvp + c, dvp);
+                    acc + r * dvp + c, dvp, {stream, ahead, c * sizeof(T)});
   }
 }
 

@@ -375,77 +375,72 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(every_row_count_of_few_rows, T, scalar_types) {
   BOOST_TEST(checked == most * 3);
 }
 
-// Every decode item fetches its K and V ahead as it scores them (key_stream), few rows in
-// score_dots and rows on lanes in score_tile, 8 KiB of K past the last key too: the same result
-// as the reference, with keys that end mid-tile and mid-block, contexts shorter than the fetch
-// distance and longer, on one and two threads.
-BOOST_AUTO_TEST_CASE(decode_items_fetch_ahead) {
+// Every decode item fetches its K and V ahead (key_stream) as it scores them, few rows in
+// score_dots and rows on lanes in score_tile, 8 KiB of K past the last key too, and few rows V
+// again as each block of rows of value_tile reads it (64-256 keys on, past the last key too):
+// the same result as the reference, with keys that end mid-tile and mid-block, contexts
+// shorter than the fetch distances and longer, V rows that end mid-register (d_v 72), one row
+// a K/V head and groups of more rows than a value block holds (8), on one and two threads.
+BOOST_AUTO_TEST_CASE_TEMPLATE(decode_items_fetch_ahead, T, scalar_types) {
   namespace kd = argus::kernel::detail;
   std::mt19937_64 rng(37);
   std::size_t on_lanes = 0, few = 0;
   for (std::size_t threads : {1, 2})
-    for (const std::size_t heads : {2, 4, 24, 40})
+    for (const std::size_t heads : {1, 2, 4, 8, 24, 40})
       for (const std::size_t seq_kv : {13, 131, 4099}) {
         config c;
         c.heads = heads, c.kv_heads = heads == 40 ? 2 : 1, c.seq_q = 1, c.seq_kv = seq_kv;
-        c.d_k = 128, c.d_v = heads == 24 ? 72 : 128;
+        c.d_k = 128, c.d_v = heads == 2 || heads == 24 ? 72 : 128;
         c.threads = threads;
-        attention_problem<float> p{};
+        attention_problem<T> p{};
         p.batch = 1, p.heads = c.heads, p.kv_heads = c.kv_heads, p.seq_q = 1, p.seq_kv = seq_kv;
         p.d_k = c.d_k, p.d_v = c.d_v;
         BOOST_TEST(kd::decode_shaped(p));
-        (c.heads / c.kv_heads > kd::flash_blocking<float>::dot_rows ? on_lanes : few) += 1;
-        check<float>(c, rng);
+        (c.heads / c.kv_heads > kd::flash_blocking<T>::dot_rows ? on_lanes : few) += 1;
+        check<T>(c, rng);
       }
-  BOOST_TEST(on_lanes + few == 24);
+  BOOST_TEST(on_lanes + few == 36);
   BOOST_TEST(on_lanes >= 12);  // 20 and 24 rows: more than dot_rows on every target
-  BOOST_TEST(few >= 6);        // 2 rows: at most dot_rows on every target
+  BOOST_TEST(few >= 6);        // 1 row: at most dot_rows on every target (double on SSE2: 1)
 }
 
-// Decode items fetch K and V into L1 on cores with an L1d of 48 KiB or more and into L2 on
-// smaller or unknown ones (key_stream, argus::detail::roomy_l1d); the size is the C library's,
-// read once; roomy_l1d_as overrides it for a scope, and both choices decode alike.
-BOOST_AUTO_TEST_CASE(fetch_level_follows_the_l1d) {
-  namespace ad = argus::detail;
-  BOOST_TEST(!ad::roomy_l1d(0));
-  BOOST_TEST(!ad::roomy_l1d(std::size_t{32} * 1024));
-  BOOST_TEST(!ad::roomy_l1d(std::size_t{48} * 1024 - 64));
-  BOOST_TEST(ad::roomy_l1d(std::size_t{48} * 1024));
-  BOOST_TEST(ad::roomy_l1d(std::size_t{64} * 1024));
-  const std::size_t l1d = ad::l1d_bytes();
-  BOOST_TEST(ad::l1d_bytes() == l1d);
-  BOOST_TEST(ad::roomy_l1d() == ad::roomy_l1d(l1d));
-  BOOST_TEST((l1d == 0 || (l1d >= 4096 && l1d <= (std::size_t{16} << 20))));
-#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
-  const long reported = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  if (reported >= 4096 && reported <= (long{16} << 20))
-    BOOST_TEST(l1d == static_cast<std::size_t>(reported));
-  else
-    BOOST_TEST(l1d == 0);
-#endif
-  BOOST_TEST_MESSAGE("L1d " << l1d << " bytes: data read once is fetched into "
-                            << (ad::roomy_l1d() ? "L1" : "L2"));
-  {
-    const ad::roomy_l1d_as outer(!ad::roomy_l1d(l1d));
-    BOOST_TEST(ad::roomy_l1d() == !ad::roomy_l1d(l1d));
-    {
-      const ad::roomy_l1d_as inner(true);
-      BOOST_TEST(ad::roomy_l1d());
+// The passes of value_tile split each V row's bytes into blocks of col_vectors registers (the
+// last one shorter); each pass asks for the lines that start in its bytes of a row further on
+// (key_stream::fetch_values): over the passes, each 64-byte step of the row's d_v elements
+// once, none past them (the padding to whole registers), whatever the register and block
+// widths, for rows of any stride. The rows further on: 64 keys from 4 rows on, as many more
+// for fewer rows, whose passes spend fewer multiply-adds on a key.
+BOOST_AUTO_TEST_CASE_TEMPLATE(value_passes_fetch_each_line_of_a_row_once, T, scalar_types) {
+  namespace kd = argus::kernel::detail;
+  using blocking = kd::flash_blocking<T>;
+  constexpr std::size_t w = blocking::width, cb = blocking::col_vectors * w;
+  for (const std::size_t d_v : {1, 7, 8, 16, 24, 40, 72, 128, 136, 200, 256})
+    for (const std::size_t row_pad : {0, 3, 64}) {
+      const std::size_t v_row = (d_v + row_pad) * sizeof(T), v_bytes = d_v * sizeof(T);
+      const std::uintptr_t v = 4096;
+      const kd::key_stream stream{0, v, 100, 0, v_row, 0, v_bytes, 0, false};
+      const std::size_t dvp = blocking::padded(d_v);
+      for (const std::size_t j : {0, 5, 99, 355}) {
+        const std::uintptr_t row = v + j * v_row;
+        std::vector<std::size_t> lines;  // offsets in the row, over every pass
+        for (std::size_t c = 0; c < dvp; c += cb) {
+          const std::size_t cvs = std::min(cb, dvp - c) / w;  // value_tile's registers of the pass
+          stream.value_lines(j, c * sizeof(T), (c + cvs * w) * sizeof(T),
+                             [&](std::uintptr_t a) { lines.push_back(a - row); });
+        }
+        std::vector<std::size_t> expected;
+        for (std::size_t x = 0; x < v_bytes; x += 64) expected.push_back(x);
+        std::sort(lines.begin(), lines.end());
+        BOOST_TEST(lines == expected, "d_v " << d_v << ", row of " << v_row << " bytes, key " << j);
+      }
     }
-    BOOST_TEST(ad::roomy_l1d() == !ad::roomy_l1d(l1d));
-  }
-  BOOST_TEST(ad::roomy_l1d() == ad::roomy_l1d(l1d));
-  // Decode items (K and V streamed) under both choices, rows on lanes and few rows.
-  std::mt19937_64 rng(41);
-  for (const bool roomy : {false, true}) {
-    const ad::roomy_l1d_as as(roomy);
-    for (const std::size_t heads : {4, 40}) {
-      config c;
-      c.heads = heads, c.kv_heads = 2, c.seq_q = 1, c.seq_kv = 4099, c.d_k = 128, c.d_v = 128;
-      c.threads = 2;
-      check<float>(c, rng);
-    }
-  }
+  BOOST_TEST(kd::value_fetch_ahead_keys(0) == 256);
+  BOOST_TEST(kd::value_fetch_ahead_keys(1) == 256);
+  BOOST_TEST(kd::value_fetch_ahead_keys(2) == 128);
+  for (std::size_t rows = 1; rows <= 4; ++rows)
+    BOOST_TEST(kd::value_fetch_ahead_keys(rows) * rows >= 255);  // about as long a lead
+  for (const std::size_t rows : {4, 5, 8, 16, 64})
+    BOOST_TEST(kd::value_fetch_ahead_keys(rows) == 64);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(grouped_query_attention_split_over_items, T, scalar_types) {
