@@ -814,8 +814,9 @@ inline void value_rows(std::size_t rows, std::size_t cvs, std::size_t n, const T
 /// DVP at compile time. With `stream`, every block of rows fetches V value_fetch_ahead_keys(rows)
 /// ahead as it reads it (value_block, key_stream::fetch_values): the second block's requests for
 /// the lines the first asked for were not wasted where a tile has more than row_block rows (Zen 4,
-/// 64 heads over 8 K/V heads, 8 rows in blocks of 6 and 2, from memory: 1.12-1.17x faster on 1
-/// thread than with the first block alone, 1.01-1.06x on 2).
+/// 64 heads over 8 K/V heads, 8 rows in blocks of 6 and 2, from memory, in a trial where the
+/// scores fetched no V: 1.12-1.17x faster on 1 thread than with the first block alone, 1.01-1.06x
+/// on 2).
 template <class T, std::size_t DV>
 inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n, const T* p,
                        const T* v, std::size_t v_row, const T* alpha, T* acc,
