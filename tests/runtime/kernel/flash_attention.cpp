@@ -404,6 +404,52 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(decode_items_fetch_ahead, T, scalar_types) {
   BOOST_TEST(few >= 6);        // 1 row: at most dot_rows on every target (double on SSE2: 1)
 }
 
+// Decode items fetch K and V into L1 on cores with an L1d of 48 KiB or more and into L2 on
+// smaller or unknown ones (key_stream, argus::detail::roomy_l1d); the size is the C library's,
+// read once; roomy_l1d_as overrides it for a scope, and both choices decode alike.
+BOOST_AUTO_TEST_CASE(fetch_level_follows_the_l1d) {
+  namespace ad = argus::detail;
+  BOOST_TEST(!ad::roomy_l1d(0));
+  BOOST_TEST(!ad::roomy_l1d(std::size_t{32} * 1024));
+  BOOST_TEST(!ad::roomy_l1d(std::size_t{48} * 1024 - 64));
+  BOOST_TEST(ad::roomy_l1d(std::size_t{48} * 1024));
+  BOOST_TEST(ad::roomy_l1d(std::size_t{64} * 1024));
+  const std::size_t l1d = ad::l1d_bytes();
+  BOOST_TEST(ad::l1d_bytes() == l1d);
+  BOOST_TEST(ad::roomy_l1d() == ad::roomy_l1d(l1d));
+  BOOST_TEST((l1d == 0 || (l1d >= 4096 && l1d <= (std::size_t{16} << 20))));
+#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
+  const long reported = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  if (reported >= 4096 && reported <= (long{16} << 20))
+    BOOST_TEST(l1d == static_cast<std::size_t>(reported));
+  else
+    BOOST_TEST(l1d == 0);
+#endif
+  BOOST_TEST_MESSAGE("L1d " << l1d << " bytes: data read once is fetched into "
+                            << (ad::roomy_l1d() ? "L1" : "L2"));
+  {
+    const ad::roomy_l1d_as outer(!ad::roomy_l1d(l1d));
+    BOOST_TEST(ad::roomy_l1d() == !ad::roomy_l1d(l1d));
+    {
+      const ad::roomy_l1d_as inner(true);
+      BOOST_TEST(ad::roomy_l1d());
+    }
+    BOOST_TEST(ad::roomy_l1d() == !ad::roomy_l1d(l1d));
+  }
+  BOOST_TEST(ad::roomy_l1d() == ad::roomy_l1d(l1d));
+  // Decode items (K and V streamed) under both choices, rows on lanes and few rows.
+  std::mt19937_64 rng(41);
+  for (const bool roomy : {false, true}) {
+    const ad::roomy_l1d_as as(roomy);
+    for (const std::size_t heads : {4, 40}) {
+      config c;
+      c.heads = heads, c.kv_heads = 2, c.seq_q = 1, c.seq_kv = 4099, c.d_k = 128, c.d_v = 128;
+      c.threads = 2;
+      check<float>(c, rng);
+    }
+  }
+}
+
 // The passes of value_tile split each V row's bytes into blocks of col_vectors registers (the
 // last one shorter); each pass asks for the lines that start in its bytes of a row further on
 // (key_stream::fetch_values): over the passes, each 64-byte step of the row's d_v elements
