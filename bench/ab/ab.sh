@@ -8,14 +8,18 @@
 #                                          packed M ROUNDS [N K] |
 #                                          split M ROUNDS D_MODEL D_K |
 #                                          backward N ROUNDS CAUSAL THREADS [D] |
-#                                          mha N ROUNDS CAUSAL THREADS] [--peak]
+#                                          mha N ROUNDS CAUSAL THREADS |
+#                                          decode KEYS ROUNDS HEADS KV_HEADS THREADS [D]] [--peak]
 #                              [+ WORKLOAD [--peak] ...]
 #
 # REV_A, REV_B: anything `git rev-parse` takes (HEAD~1, a branch, a commit), or WORKTREE for
 # the working tree's include/ as it is now. D: the head width (d_k = d_v) of the attention and
 # backward workloads, 64 if not given. N, K: gemm's product (M x K) . (K x N), both 512 if not
 # given; packed: the same product on B packed once (pack_gemm_b, as argus::prepack packs a
-# weight; the packing is not timed). The workload defaults to `attention 1024 40 0 1`; several
+# weight; the packing is not timed). decode: one query of HEADS heads over KV_HEADS K/V heads of
+# KEYS keys of width D (128 if not given), each call over the next of as many layers' K/V
+# caches as make 512 MiB, so that K and V come from memory as in a model's forward pass
+# (ARGUS_AB_COPIES=N: N layers; 1 repeats one call's K and V, in L2 or L3 where they fit). The workload defaults to `attention 1024 40 0 1`; several
 # workloads joined by `+` run one after the other on one build of the program. The operands
 # lie as argus's tensors do, on a cache line; ARGUS_AB_MISALIGN=BYTES in the environment moves
 # them that many bytes (a multiple of 4 below 64) off it (main.cpp). ARGUS_AB_COPIES=N gives the
@@ -56,7 +60,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2

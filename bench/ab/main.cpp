@@ -30,6 +30,11 @@
 //                                                         A's forward)
 //   main mha <n> <rounds> <causal 0|1> <threads>         the fused MHA forward's kernels, d_model
 //                                                         512, h 8 (variant.cpp, argus_ab_mha_*)
+//   main decode <keys> <rounds> <heads> <kv_heads> <threads> [d]
+//                                                         one decode step: one query of <heads>
+//                                                         heads over <kv_heads> K/V heads of
+//                                                         <keys> keys, d 128 if not given; each
+//                                                         call over the next layer's K/V cache
 //
 // The operands lie as argus's own tensors do (argus/tensor/aligned_buffer.hpp): on a cache
 // line, and 2 MiB and larger ones on huge pages where Linux allows. ARGUS_AB_MISALIGN=BYTES
@@ -40,7 +45,11 @@
 // model's weights do when its layers run one after another (2 or 3 for a 64 MiB B with a 32 MiB
 // L3); the outputs are the same either way. ARGUS_AB_LDB=N (gemm and packed): B's rows N elements
 // apart (N from n to n + 65536; n if unset), so that a width whose rows would lie a multiple of
-// 4 KiB apart (n 1024, 4096) can be measured with the rows a line further apart (n + 16).
+// 4 KiB apart (n 1024, 4096) can be measured with the rows a line further apart (n + 16). The
+// decode workload's calls take the K/V caches of as many layers as make decode_cache_bytes (512
+// MiB) in turn, so that every call reads its K and V from memory as a model's forward pass does
+// with its other layers between (bench_kernel_attention's flash_decode_model); ARGUS_AB_COPIES=N
+// gives it N layers instead (1: one call's K and V repeated, in L2 or L3 where they fit).
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/parallel.hpp"
 
@@ -80,6 +89,10 @@ extern "C" void argus_ab_split_a(std::size_t, std::size_t, std::size_t, const fl
                                  float*);
 extern "C" void argus_ab_split_b(std::size_t, std::size_t, std::size_t, const float*, const float*,
                                  float*);
+extern "C" void argus_ab_decode_a(std::size_t, std::size_t, std::size_t, std::size_t, const float*,
+                                  const float*, const float*, float*);
+extern "C" void argus_ab_decode_b(std::size_t, std::size_t, std::size_t, std::size_t, const float*,
+                                  const float*, const float*, float*);
 extern "C" void argus_ab_mha_a(std::size_t, std::size_t, std::size_t, bool, const float*,
                                const float*, float*, float*);
 extern "C" void argus_ab_mha_b(std::size_t, std::size_t, std::size_t, bool, const float*,
@@ -111,6 +124,30 @@ std::size_t b_copies() {
     std::exit(2);
   }
   return std::size_t(c);
+}
+
+/// The decode workload's K and V caches together: every call's K and V come from memory.
+constexpr std::size_t decode_cache_bytes = std::size_t{512} << 20;
+
+/// Layers of K/V caches the decode workload's calls take in turn, one layer's K and V making
+/// `layer_bytes`: as many as make decode_cache_bytes (at least 2), or ARGUS_AB_COPIES's count.
+std::size_t decode_layers(std::size_t layer_bytes) {
+  if (std::getenv("ARGUS_AB_COPIES") != nullptr) return b_copies();
+  return std::max<std::size_t>(2, decode_cache_bytes / layer_bytes);
+}
+
+/// MiB of the process's anonymous memory on transparent huge pages (AnonHugePages of
+/// /proc/self/smaps_rollup), -1 where the kernel does not say: whether the decode workload's
+/// caches came on 2 MiB pages, which each process gets or not as the host's memory allows.
+long anon_huge_mib() {
+  std::FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib < 0 ? -1 : kib / 1024;
 }
 
 /// The row stride of the gemm and packed workloads' B (ARGUS_AB_LDB, n if unset), in elements.
@@ -166,6 +203,7 @@ int usage() {
                "       main split <m> <rounds> <d_model> <d_k>\n"
                "       main backward <n> <rounds> <causal 0|1> <threads> [d]\n"
                "       main mha <n> <rounds> <causal 0|1> <threads>\n"
+               "       main decode <keys> <rounds> <heads> <kv_heads> <threads> [d]\n"
                "       (any of them may end with --peak)\n");
   return 2;
 }
@@ -181,18 +219,27 @@ int main(int argc, char** argv) {
   const bool gemm = split || packed || std::strcmp(argv[1], "gemm") == 0;
   const bool backward = std::strcmp(argv[1], "backward") == 0;
   const bool mha = std::strcmp(argv[1], "mha") == 0;
-  if (!gemm && !backward && !mha && std::strcmp(argv[1], "attention") != 0) return usage();
-  if (split && argc < 6) return usage();
+  const bool decode = std::strcmp(argv[1], "decode") == 0;
+  if (!gemm && !backward && !mha && !decode && std::strcmp(argv[1], "attention") != 0)
+    return usage();
+  if ((split && argc < 6) || (decode && argc < 7)) return usage();
   const std::size_t n = std::strtoul(argv[2], nullptr, 10);
   const int rounds = std::atoi(argv[3]);
-  const bool causal = !gemm && argc > 4 && std::atoi(argv[4]) != 0;
-  const int threads = !gemm && argc > 5 ? std::atoi(argv[5]) : 1;
+  const bool causal = !gemm && !decode && argc > 4 && std::atoi(argv[4]) != 0;
+  const int threads = decode ? std::atoi(argv[6]) : !gemm && argc > 5 ? std::atoi(argv[5]) : 1;
   if (n == 0 || rounds < 2 || threads < 1) return usage();
   argus::set_num_threads(std::size_t(threads));
 
-  constexpr std::size_t heads = 8;
-  // The head width: the attention and backward workloads take it as a sixth argument.
-  const std::size_t d = !gemm && !mha && argc > 6 ? std::strtoul(argv[6], nullptr, 10) : 64;
+  // The decode workload's query heads and K/V heads (8 and 8 elsewhere).
+  const std::size_t heads = decode ? std::strtoul(argv[4], nullptr, 10) : 8;
+  const std::size_t kv_heads = decode ? std::strtoul(argv[5], nullptr, 10) : heads;
+  if (heads == 0 || kv_heads == 0 || heads % kv_heads != 0) return usage();
+  // The head width: the attention and backward workloads take it as a sixth argument, the
+  // decode workload as a seventh.
+  const int d_arg = decode ? 7 : 6;
+  const std::size_t d = !gemm && !mha && argc > d_arg ? std::strtoul(argv[d_arg], nullptr, 10)
+                        : decode                      ? 128
+                                                      : 64;
   if (d == 0) return usage();
   const std::size_t width = split ? std::strtoul(argv[4], nullptr, 10) : 512;
   const std::size_t d_k = split ? std::strtoul(argv[5], nullptr, 10) : 0;
@@ -217,6 +264,11 @@ int main(int argc, char** argv) {
     return t == 0 ? y.data() : b_rest[t - 1].data();
   };
   const std::size_t ldb = gemm && !split ? b_row_stride(cols) : cols;
+  // The decode workload's layers, and the next one each side's call takes: the two sides take
+  // the same layers in the same order, so that neither reads memory the other does not (a 2 MiB
+  // page that is not huge, a busier channel); one shared turn read as much as 7 % apart in an
+  // A/A run of AVX2 kernels on the Zen 5 machine.
+  std::size_t decode_layer_count = 0, decode_turn_a = 0, decode_turn_b = 0;
   if (gemm) {
     x.resize(n * depth), y.resize(depth * ldb), out_a.resize(n * cols);
     for (float& e : x) e = u(rng);
@@ -267,6 +319,32 @@ int main(int argc, char** argv) {
     // The four projections and the two products of the loop nest.
     flops = 8.0 * double(n) * dm * dm +
             4.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
+  } else if (decode) {
+    // x: the query (heads, d), then every layer's K (kv_heads, n, d), then every layer's V; the
+    // layers are copies of the first, so that the two sides' outputs can be compared whichever
+    // layer each call takes.
+    const std::size_t per = kv_heads * n * d;
+    decode_layer_count = decode_layers(2 * per * sizeof(float));
+    x.resize(heads * d + 2 * decode_layer_count * per), out_a.resize(heads * d);
+    for (std::size_t i = 0; i < heads * d + per; ++i) x[i] = u(rng);
+    float* const k0 = x.data() + heads * d;
+    float* const v0 = k0 + decode_layer_count * per;
+    for (std::size_t i = 0; i < per; ++i) v0[i] = u(rng);
+    for (std::size_t l = 1; l < decode_layer_count; ++l) {
+      std::copy(k0, k0 + per, k0 + l * per);
+      std::copy(v0, v0 + per, v0 + l * per);
+    }
+    const float* q = x.data();
+    const std::size_t layers = decode_layer_count;
+    run_a = [&, q, k0, v0, per, layers](float* o) {
+      const std::size_t l = decode_turn_a++ % layers;
+      argus_ab_decode_a(n, heads, kv_heads, d, q, k0 + l * per, v0 + l * per, o);
+    };
+    run_b = [&, q, k0, v0, per, layers](float* o) {
+      const std::size_t l = decode_turn_b++ % layers;
+      argus_ab_decode_b(n, heads, kv_heads, d, q, k0 + l * per, v0 + l * per, o);
+    };
+    flops = 4.0 * double(heads) * double(n) * d;
   } else {
     x.resize(3 * heads * n * d), out_a.resize(heads * n * d);
     for (float& e : x) e = u(rng);
@@ -301,6 +379,7 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i <= b_rest.size(); ++i) (*side)(out_a.data());
   const double probe = time_once(run_a, out_a.data(), 1);
   const int reps = std::max(1, int(std::ceil(10.0 / std::max(probe, 1e-3))));
+  decode_turn_a = decode_turn_b = 0;
 
   std::vector<double> ta, tb, ratio, share_a, share_b, peaks;
   argus::bench::fma_peak peak{};
@@ -329,6 +408,12 @@ int main(int argc, char** argv) {
   else if (gemm)
     std::printf("gemm_nn (m x %zu) . (%zu x %zu)%s", depth, depth, cols,
                 packed ? " on B packed once" : "");
+  else if (decode)
+    std::printf(
+        "flash_attention decode h %zu over %zu K/V heads d %zu keys %zu, %.2f MiB of K "
+        "and V a call in %zu layers' caches taken in turn",
+        heads, kv_heads, d, n, 2.0 * double(kv_heads * n * d * sizeof(float)) / (1 << 20),
+        decode_layer_count);
   else
     std::printf("%s %s",
                 backward ? "flash_attention_backward"
@@ -337,13 +422,26 @@ int main(int argc, char** argv) {
                 mha ? "d_model 512 h 8 d 64" : "h 8 d");
   if (ldb != cols) std::printf(", B's rows %zu apart", ldb);
   if (!b_rest.empty()) std::printf(", B in %zu copies taken in turn", b_rest.size() + 1);
-  if (!gemm && !mha) std::printf(" %zu", d);
-  std::printf(" %s %zu%s, %d thread(s), %d rounds of %d call(s)\n", gemm ? "m" : "n", n,
-              causal ? " causal" : "", threads, rounds, reps);
+  if (decode) {
+    std::printf(", %d thread(s), %d rounds of %d call(s)\n", threads, rounds, reps);
+  } else {
+    if (!gemm && !mha) std::printf(" %zu", d);
+    std::printf(" %s %zu%s, %d thread(s), %d rounds of %d call(s)\n", gemm ? "m" : "n", n,
+                causal ? " causal" : "", threads, rounds, reps);
+  }
   std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),
               *std::min_element(ta.begin(), ta.end()), flops / quantile(ta, 0.5) / 1e6);
   std::printf("  B: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(tb, 0.5),
               *std::min_element(tb.begin(), tb.end()), flops / quantile(tb, 0.5) / 1e6);
+  if (decode) {
+    const long huge = anon_huge_mib();
+    if (huge >= 0)
+      std::printf("  K/V caches %zu MiB; the process's memory on 2 MiB pages: %ld MiB\n",
+                  2 * decode_layer_count * kv_heads * n * d * sizeof(float) >> 20, huge);
+    const double bytes = 2.0 * double(kv_heads * n * d * sizeof(float));
+    std::printf("  K and V read: A %.1f GB/s, B %.1f GB/s (medians)\n",
+                bytes / quantile(ta, 0.5) / 1e6, bytes / quantile(tb, 0.5) / 1e6);
+  }
   std::printf("  A / B time: median %.4f [quartiles %.4f, %.4f] (above 1: B is faster)\n",
               quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75));
   if (with_peak) {

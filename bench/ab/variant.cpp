@@ -111,6 +111,23 @@ extern "C" void ARGUS_AB_CAT(argus_ab_split_, ARGUS_AB_SIDE)(std::size_t m, std:
   argus::kernel::gemm_nn_split<float>(m, d, d, 1.0f, a, d, b, d, c, block, block, m * block);
 }
 
+/// One decode step: one query of h heads over kv_h K/V heads of `keys` keys of width d (grouped
+/// query attention where kv_h < h), q and o (h, d), k and v (kv_h, keys, d), each contiguous, as
+/// a model's K/V cache of one layer lies.
+extern "C" void ARGUS_AB_CAT(argus_ab_decode_, ARGUS_AB_SIDE)(std::size_t keys, std::size_t h,
+                                                              std::size_t kv_h, std::size_t d,
+                                                              const float* q, const float* k,
+                                                              const float* v, float* o) {
+  argus::kernel::attention_problem<float> p{};
+  p.batch = 1, p.heads = h, p.kv_heads = kv_h, p.seq_q = 1, p.seq_kv = keys, p.d_k = d, p.d_v = d;
+  p.q = q, p.q_batch = h * d, p.q_head = d, p.q_row = d;
+  p.k = k, p.k_batch = kv_h * keys * d, p.k_head = keys * d, p.k_row = d;
+  p.v = v, p.v_batch = kv_h * keys * d, p.v_head = keys * d, p.v_row = d;
+  p.o = o, p.o_batch = h * d, p.o_head = d, p.o_row = d;
+  p.scale = 1.0f / std::sqrt(float(d));
+  argus::kernel::flash_attention(p);
+}
+
 /// The fused MHA forward's kernels in the order the fused evaluator runs them (self-attention,
 /// batch 1, h heads of width d, d_model = h · d, no bias): x (n, d_model) times W_Q, W_K, W_V
 /// written straight into split heads (h, n, d) (gemm_nn_split), the loop nest on those heads
