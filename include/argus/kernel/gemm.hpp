@@ -584,6 +584,26 @@ constexpr bool packs_page_panels(std::size_t m, std::size_t ldb) noexcept {
          rows_a_page_apart<T>(ldb);
 }
 
+/// The kernel of a sliver after the first where that first packs each panel
+/// (packs_page_panels), for its run-time height: two slivers of m > mr rows, the first of at
+/// most page_packing_rows_most, leave the second mr / 2 to page_packing_rows_most rows, the
+/// only heights instantiated, and only with AVX-512, the one set that packs pages so. Every
+/// height on every set was 16 kernels more with AVX-512 and 12 with AVX2, each element type,
+/// none of them ever called: 3-4 % of the kernels' code (Clang 14's ASan+UBSan build of the
+/// float kernels, Zen 5: 152.8 -> 143.1 s with AVX-512, 63.5 -> 62.4 s with AVX2).
+template <class T, sliver_layout Layout>
+gemm_micro_kernel_fetching_rows_ptr<T> page_fetching_kernel(std::size_t rows) noexcept {
+  if constexpr (simd_bytes == 64) {
+    static_assert(gemm_tile<T>::mr / 2 <= page_packing_rows_most &&
+                  page_packing_rows_most <= gemm_tile<T>::mr);
+    return gemm_micro_kernel_fetching_rows_for<T, Layout, gemm_tile<T>::mr / 2,
+                                               page_packing_rows_most>(rows);
+  } else {
+    assert(false && "only AVX-512 packs pages for later slivers (packs_page_panels)");
+    return (void)rows, nullptr;
+  }
+}
+
 /// How gemm_direct_b_block's register-tile kernels fetch B: the first sliver and those after it
 /// into L1 as well as L2 or into L2 only (direct_b_fetches_near), and those fetching only into
 /// L2 spread over several panels or not (skews_b_fetch); whether the first packs each panel for
@@ -681,12 +701,12 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t n, const T* 
   // kernel, and theirs, which fetch the next panel of B where it lies.
   const auto packing =
       fetching.packs_pages ? gemm_micro_kernel_packing_for<T, Layout>(cut.rows(0)) : nullptr;
-  const auto tall_fetching = fetching.packs_pages
-                                 ? gemm_micro_kernel_fetching_rows_for<T, Layout>(cut.tall_rows)
+  // (The slivers after the first that are taller: those before cut.tall, none of two.)
+  const auto tall_fetching = fetching.packs_pages && cut.tall > 1
+                                 ? page_fetching_kernel<T, Layout>(cut.tall_rows)
                                  : nullptr;
-  const auto short_fetching = fetching.packs_pages
-                                  ? gemm_micro_kernel_fetching_rows_for<T, Layout>(cut.short_rows)
-                                  : nullptr;
+  const auto short_fetching =
+      fetching.packs_pages ? page_fetching_kernel<T, Layout>(cut.short_rows) : nullptr;
   // panel_index counts the passes; with several slivers (the only use of it) each pass is one
   // panel, so it is the index of the panel at jr.
   for (std::size_t jr = 0, panel_index = 0; jr < n; ++panel_index) {

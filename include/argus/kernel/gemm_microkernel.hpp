@@ -647,15 +647,19 @@ using gemm_micro_kernel_fetching_rows_ptr = void (*)(std::size_t, const T*, cons
                                                      tile_vectors<T>, std::size_t, T, const T*,
                                                      bool, std::uintptr_t) noexcept;
 
-/// gemm_micro_kernel_fetching_rows<T, rows, Layout> for a run-time row count 1 <= rows <= mr.
-template <class T, sliver_layout Layout = sliver_layout::rows>
+/// gemm_micro_kernel_fetching_rows<T, rows, Layout> for a run-time row count Least <= rows <=
+/// Most: no kernel is instantiated for a height its caller never has (gemm.hpp's
+/// page_fetching_kernel).
+template <class T, sliver_layout Layout, std::size_t Least, std::size_t Most>
 gemm_micro_kernel_fetching_rows_ptr<T> gemm_micro_kernel_fetching_rows_for(
     std::size_t rows) noexcept {
+  static_assert(Least >= 1 && Least <= Most && Most <= gemm_tile<T>::mr);
   static constexpr auto table =
-      table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_fetching_rows_ptr<T> {
-        return &gemm_micro_kernel_fetching_rows<T, r(), Layout>;
+      table_by_rows<Most - Least + 1>([](auto r) -> gemm_micro_kernel_fetching_rows_ptr<T> {
+        return &gemm_micro_kernel_fetching_rows<T, r() + Least - 1, Layout>;
       });
-  return table[rows - 1];
+  assert(rows >= Least && rows <= Most);
+  return table[rows - Least];
 }
 
 /// gemm_micro_kernel<T, rows, Layout, FetchNext> for a run-time row count 1 <= rows <= mr.

@@ -787,6 +787,13 @@ BOOST_AUTO_TEST_CASE(which_slivers_pack_page_panels) {
     BOOST_TEST(d::packs_page_panels<float>(m, 2048) == (avx512 && two), m);
     BOOST_TEST(!d::packs_page_panels<float>(m, 1040), m);
     BOOST_TEST(!d::packs_page_panels<float>(m, 1600), m);
+    if (d::packs_page_panels<float>(m, 1024)) {
+      // The later sliver's height is one that page_fetching_kernel instantiates (mr / 2 to
+      // page_packing_rows_most), and no later sliver is taller than it (cut.tall <= 1).
+      const auto cut = d::sliver_cut::of<float>(m);
+      BOOST_TEST((cut.short_rows >= mr / 2 && cut.short_rows <= d::page_packing_rows_most), m);
+      BOOST_TEST(cut.tall <= 1u, m);
+    }
   }
   BOOST_TEST(d::packs_page_panels<float>(13, 1024) == avx512);
   BOOST_TEST(d::packs_page_panels<float>(18, 1024) == avx512);
