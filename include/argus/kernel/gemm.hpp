@@ -659,33 +659,45 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t n, const T* 
   T* const packed = buffers.b;
   T* const panel = buffers.b + direct_b_slivers * sliver_size;
   pack_a_slivers<T, Layout>(cut, kc, a, lda, packed);
+  // The kernels that fetch only into L2 serve, with AVX-512, only the slivers after the first
+  // of several (direct_b_fetches_near), of mr / 2 rows or more (sliver_cut): none is
+  // instantiated for a lower height (10 of its 48 register-tile kernels an element type); with
+  // AVX2 one sliver alone takes them too. With first_direct's below (AVX2: 12 of 60), Clang
+  // 14's ASan+UBSan build of the float kernels on Zen 5 took 170.3 -> 167.7 s (AVX-512) and
+  // 52.9 -> 50.0 s (AVX2), side by side.
+  constexpr std::size_t far_least = simd_bytes == 64 ? tile::mr / 2 : 1;
   const auto direct_for = [&](std::size_t rows, bool fetch_near) {
     if constexpr (direct_b_far_set) {  // no such kernel instantiated where none is taken
       constexpr std::size_t skew = direct_b_fetch_skew;
       if constexpr (skew > 1)
         if (!fetch_near && fetching.skewed)
-          return gemm_micro_kernel_direct_b_for<T, Layout, 1, false, skew>(rows);
-      if (!fetch_near) return gemm_micro_kernel_direct_b_for<T, Layout, 1, false>(rows);
+          return gemm_micro_kernel_direct_b_for<T, Layout, 1, false, skew, far_least>(rows);
+      if (!fetch_near)
+        return gemm_micro_kernel_direct_b_for<T, Layout, 1, false, 1, far_least>(rows);
     }
     assert(fetch_near);
     return gemm_micro_kernel_direct_b_for<T, Layout>(rows);
   };
-  // The first sliver's kernel (cut.rows(0): the tall height if any), and those of the others.
+  // The first sliver's kernel (cut.rows(0): the tall height if any), and those of the others
+  // (the taller ones: those before cut.tall, so none of one or two slivers).
   assert(slivers == 1 || fetching.first_near);  // first_direct's kernels below fetch near
   const auto first = direct_for(cut.rows(0), fetching.first_near);
-  const auto short_direct = direct_for(cut.short_rows, fetching.later_near);
-  const auto tall_direct = direct_for(cut.tall_rows, fetching.later_near);
+  const auto short_direct = slivers > 1 ? direct_for(cut.short_rows, fetching.later_near) : nullptr;
+  const auto tall_direct = cut.tall > 1 ? direct_for(cut.tall_rows, fetching.later_near) : nullptr;
   // The first of several slivers, which reads B's rows from wherever B lies, fetches the
   // next direct_b_fetch_group panels' rows at every direct_b_fetch_group-th panel and none at
   // the others; [0]: the kernel that fetches none, [1]: the group's.
   constexpr std::size_t group = direct_b_fetch_group<T>;
+  // (Of several slivers: the first is packing_rows_lowest rows or more.)
   const auto first_direct = [&] {
     using ptr = gemm_micro_kernel_direct_b_ptr<T>;
+    constexpr std::size_t least = packing_rows_lowest<T>;
     if constexpr (group > 1)
-      return std::array<ptr, 2>{gemm_micro_kernel_direct_b_for<T, Layout, 0>(cut.rows(0)),
-                                gemm_micro_kernel_direct_b_for<T, Layout, group>(cut.rows(0))};
-    else
-      return std::array<ptr, 2>{};
+      if (slivers > 1)
+        return std::array<ptr, 2>{
+            gemm_micro_kernel_direct_b_for<T, Layout, 0, true, 1, least>(cut.rows(0)),
+            gemm_micro_kernel_direct_b_for<T, Layout, group, true, 1, least>(cut.rows(0))};
+    return std::array<ptr, 2>{};
   }();
   // One sliver of at most direct_b_rows_most rows (rows_read): several panels at once where
   // each vector of the rows lies inside one block of C's columns (it starts at a multiple of

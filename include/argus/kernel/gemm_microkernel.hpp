@@ -522,15 +522,18 @@ constexpr auto table_by_rows(Make make) noexcept {
 }
 
 /// gemm_micro_kernel_direct_b<T, rows, Layout, FetchPanels, FetchNear, Skew> for a run-time row
-/// count 1 <= rows <= mr.
+/// count Least <= rows <= mr: no kernel is instantiated for a height under Least, which a caller
+/// that never has one passes (gemm.hpp's gemm_direct_b_block).
 template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t FetchPanels = 1,
-          bool FetchNear = true, std::size_t Skew = 1>
+          bool FetchNear = true, std::size_t Skew = 1, std::size_t Least = 1>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
-  static constexpr auto table =
-      table_by_rows<gemm_tile<T>::mr>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchPanels, FetchNear, Skew>;
-      });
-  return table[rows - 1];
+  static_assert(Least >= 1 && Least <= gemm_tile<T>::mr);
+  constexpr auto kernel = [](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
+    return &gemm_micro_kernel_direct_b<T, r() + Least - 1, Layout, FetchPanels, FetchNear, Skew>;
+  };
+  static constexpr auto table = table_by_rows<gemm_tile<T>::mr - Least + 1>(kernel);
+  assert(rows >= Least && rows <= gemm_tile<T>::mr);
+  return table[rows - Least];
 }
 
 /// The lowest height of the first sliver of several (sliver_cut: ceil(m / s) rows with

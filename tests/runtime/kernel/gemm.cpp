@@ -771,6 +771,20 @@ BOOST_AUTO_TEST_CASE(which_slivers_fetch_near) {
   BOOST_TEST(d::direct_b_far_set == (simd >= 32));
 }
 
+// The heights of several slivers (detail::sliver_cut), the least of gemm_direct_b_block's
+// kernel tables for them: the first packing_rows_lowest rows or more, the others mr / 2 or more
+// (with AVX-512 only those fetch only into L2, so no such kernel of fewer rows is instantiated).
+BOOST_AUTO_TEST_CASE_TEMPLATE(which_heights_several_slivers_have, T, element_types) {
+  namespace d = argus::kernel::detail;
+  constexpr std::size_t mr = d::gemm_tile<T>::mr;
+  for (std::size_t m = mr + 1; m <= d::direct_b_slivers * mr; ++m) {
+    const auto cut = d::sliver_cut::of<T>(m);
+    BOOST_TEST(cut.count >= 2u, m);
+    BOOST_TEST(cut.rows(0) >= d::packing_rows_lowest<T>, m);
+    for (std::size_t s = 1; s < cut.count; ++s) BOOST_TEST(cut.rows(s) >= mr / 2, m);
+  }
+}
+
 // Where the first of the slivers reading B in place packs each panel for the others
 // (detail::packs_page_panels): with AVX-512 only, two slivers whose first has at most
 // page_packing_rows_most rows (13-18 rows), B's rows a multiple of 4 KiB apart.
