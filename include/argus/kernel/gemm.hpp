@@ -552,16 +552,25 @@ inline constexpr bool direct_b_far_set = simd_bytes >= 32;
 /// over and over) 0.97-1.04x, but AVX2's m 6 against 768 x 768 (2.25 MiB, partly in L2 in such a
 /// loop) 0.92x. GPT-2 XL's layer at n 8, AVX2: 2.18-2.25 -> 1.67-1.89 ms on 1 thread,
 /// 1.05-1.11 -> 1.00-1.02 ms on 2 (docs/performance.md, "Later slivers fetch only into L2").
+/// Whether one sliver alone keeps its L1 fetch against a B of b_past_l2_bytes or more
+/// (direct_b_fetches_near): AVX-512's; so there the kernels that fetch only into L2 serve later
+/// slivers of several alone (gemm_direct_b_block instantiates them from mr / 2 rows).
+inline constexpr bool one_sliver_fetches_near = simd_bytes == 64;
+
 template <class T>
 constexpr bool direct_b_fetches_near(std::size_t sliver, std::size_t slivers, std::size_t k,
                                      std::size_t n) noexcept {
   if (!direct_b_far_set || b_bytes<T>(k, n) < b_past_l2_bytes) return true;
-  return sliver == 0 && (slivers > 1 || simd_bytes == 64);
+  return sliver == 0 && (slivers > 1 || one_sliver_fetches_near);
 }
 
 /// The most rows of the first of two slivers that packs each panel as it reads it
 /// (packs_page_panels): 9, so 13-18 rows with AVX-512.
 inline constexpr std::size_t page_packing_rows_most = 9;
+
+/// Whether this set's first sliver of two packs pages for the second (packs_page_panels): AVX-512
+/// alone, so no other set instantiates the second's kernels (page_fetching_kernel).
+inline constexpr bool page_packing_set = simd_bytes == 64;
 
 /// Whether gemm_direct_b_block's first sliver of a product of `m` rows packs each panel of a
 /// row-major B (row stride ldb) as it reads it in place (gemm_micro_kernel_direct_b_packing,
@@ -580,7 +589,7 @@ inline constexpr std::size_t page_packing_rows_most = 9;
 template <class T>
 constexpr bool packs_page_panels(std::size_t m, std::size_t ldb) noexcept {
   const sliver_cut cut = sliver_cut::of<T>(m);
-  return simd_bytes == 64 && cut.count == 2 && cut.rows(0) <= page_packing_rows_most &&
+  return page_packing_set && cut.count == 2 && cut.rows(0) <= page_packing_rows_most &&
          rows_a_page_apart<T>(ldb);
 }
 
@@ -593,7 +602,7 @@ constexpr bool packs_page_panels(std::size_t m, std::size_t ldb) noexcept {
 /// float kernels, Zen 5: 152.8 -> 143.1 s with AVX-512, 63.5 -> 62.4 s with AVX2).
 template <class T, sliver_layout Layout>
 gemm_micro_kernel_fetching_rows_ptr<T> page_fetching_kernel(std::size_t rows) noexcept {
-  if constexpr (simd_bytes == 64) {
+  if constexpr (page_packing_set) {
     static_assert(gemm_tile<T>::mr / 2 <= page_packing_rows_most &&
                   page_packing_rows_most <= gemm_tile<T>::mr);
     return gemm_micro_kernel_fetching_rows_for<T, Layout, gemm_tile<T>::mr / 2,
@@ -665,7 +674,7 @@ void gemm_direct_b_block(std::size_t m, std::size_t kc, std::size_t n, const T* 
   // AVX2 one sliver alone takes them too. With first_direct's below (AVX2: 12 of 60), Clang
   // 14's ASan+UBSan build of the float kernels on Zen 5 took 170.3 -> 167.7 s (AVX-512) and
   // 52.9 -> 50.0 s (AVX2), side by side.
-  constexpr std::size_t far_least = simd_bytes == 64 ? tile::mr / 2 : 1;
+  constexpr std::size_t far_least = one_sliver_fetches_near ? tile::mr / 2 : 1;
   const auto direct_for = [&](std::size_t rows, bool fetch_near) {
     if constexpr (direct_b_far_set) {  // no such kernel instantiated where none is taken
       constexpr std::size_t skew = direct_b_fetch_skew;

@@ -511,14 +511,16 @@ using gemm_micro_kernel_packing_ptr = void (*)(std::size_t, const T*, const T*, 
                                                tile_vectors<T>, std::size_t, T, const T*, bool, T*,
                                                std::uintptr_t) noexcept;
 
-/// make(integral_constant<rows>) for rows = 1 .. Rows, as an array indexed by rows - 1: a
-/// table of one micro-kernel per sliver height, built at compile time.
-template <std::size_t Rows, class Make>
+/// make(integral_constant<rows>) for rows = Least .. Rows, as an array indexed by rows - Least:
+/// a table of one micro-kernel per sliver height, built at compile time, with none for the
+/// heights under Least that its caller never has.
+template <std::size_t Rows, std::size_t Least = 1, class Make>
 constexpr auto table_by_rows(Make make) noexcept {
+  static_assert(Least >= 1 && Least <= Rows);
   return [&]<std::size_t... R>(std::index_sequence<R...>) {
-    return std::array{make(std::integral_constant<std::size_t, R + 1>{})...};
+    return std::array{make(std::integral_constant<std::size_t, R + Least>{})...};
   }
-  (std::make_index_sequence<Rows>{});
+  (std::make_index_sequence<Rows - Least + 1>{});
 }
 
 /// gemm_micro_kernel_direct_b<T, rows, Layout, FetchPanels, FetchNear, Skew> for a run-time row
@@ -527,11 +529,10 @@ constexpr auto table_by_rows(Make make) noexcept {
 template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t FetchPanels = 1,
           bool FetchNear = true, std::size_t Skew = 1, std::size_t Least = 1>
 gemm_micro_kernel_direct_b_ptr<T> gemm_micro_kernel_direct_b_for(std::size_t rows) noexcept {
-  static_assert(Least >= 1 && Least <= gemm_tile<T>::mr);
-  constexpr auto kernel = [](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
-    return &gemm_micro_kernel_direct_b<T, r() + Least - 1, Layout, FetchPanels, FetchNear, Skew>;
-  };
-  static constexpr auto table = table_by_rows<gemm_tile<T>::mr - Least + 1>(kernel);
+  static constexpr auto table =
+      table_by_rows<gemm_tile<T>::mr, Least>([](auto r) -> gemm_micro_kernel_direct_b_ptr<T> {
+        return &gemm_micro_kernel_direct_b<T, r(), Layout, FetchPanels, FetchNear, Skew>;
+      });
   assert(rows >= Least && rows <= gemm_tile<T>::mr);
   return table[rows - Least];
 }
@@ -548,8 +549,8 @@ template <class T, sliver_layout Layout = sliver_layout::rows, std::size_t Skew 
 gemm_micro_kernel_packing_ptr<T> gemm_micro_kernel_packing_for(std::size_t rows) noexcept {
   constexpr std::size_t lowest = packing_rows_lowest<T>;
   static constexpr auto table =
-      table_by_rows<gemm_tile<T>::mr - lowest + 1>([](auto r) -> gemm_micro_kernel_packing_ptr<T> {
-        return &gemm_micro_kernel_direct_b_packing<T, r() + lowest - 1, Layout, Skew>;
+      table_by_rows<gemm_tile<T>::mr, lowest>([](auto r) -> gemm_micro_kernel_packing_ptr<T> {
+        return &gemm_micro_kernel_direct_b_packing<T, r(), Layout, Skew>;
       });
   assert(rows >= lowest && rows <= gemm_tile<T>::mr);
   return table[rows - lowest];
@@ -656,10 +657,10 @@ using gemm_micro_kernel_fetching_rows_ptr = void (*)(std::size_t, const T*, cons
 template <class T, sliver_layout Layout, std::size_t Least, std::size_t Most>
 gemm_micro_kernel_fetching_rows_ptr<T> gemm_micro_kernel_fetching_rows_for(
     std::size_t rows) noexcept {
-  static_assert(Least >= 1 && Least <= Most && Most <= gemm_tile<T>::mr);
+  static_assert(Most <= gemm_tile<T>::mr);
   static constexpr auto table =
-      table_by_rows<Most - Least + 1>([](auto r) -> gemm_micro_kernel_fetching_rows_ptr<T> {
-        return &gemm_micro_kernel_fetching_rows<T, r() + Least - 1, Layout>;
+      table_by_rows<Most, Least>([](auto r) -> gemm_micro_kernel_fetching_rows_ptr<T> {
+        return &gemm_micro_kernel_fetching_rows<T, r(), Layout>;
       });
   assert(rows >= Least && rows <= Most);
   return table[rows - Least];
