@@ -63,18 +63,24 @@ struct flash_blocking {
   static constexpr std::size_t value_cols = 6;  // lane_value_block: value_cols × q_vectors
   static constexpr std::size_t row_block = wide ? 6 : 3;  // value block: row_block × col_vectors
   static constexpr std::size_t col_vectors = wide ? 4 : 3;
-  /// The K tile and the V tile together stay within this many bytes. AVX-512: 32 KiB, so
-  /// that both sit in a 48 KiB L1 beside the score tile while every head of a K/V group and
-  /// every register block of the query tile reuses them (on an Intel Xeon 6/167, 36 and 40
-  /// KiB measured the same or slower). 16-register targets: 48 KiB (96 keys at d 64 float).
-  /// Their query, score and accumulator tiles are a quarter the size (16 query rows), so a
-  /// tile's fixed costs (each row set's query and accumulator tiles fetched again, the
-  /// softmax's per-column steps) weigh more against its products: on Zen 3 (32 KiB L1d, where
-  /// neither size stays in L1) 96 keys made the core 1.1-2.2 % faster than 60 on 1 thread,
-  /// 0.7-2.3 % on 2, the MHA's kernels 0.4-1.1 %; 126 keys no faster than 96, 30 keys 5 %
-  /// slower; on Zen 4's AVX2 build 96 keys measured 1.006, the portable kernels (SSE2) on Zen 3
-  /// 0.998 and 1.007 (docs/performance.md).
-  static constexpr std::size_t kv_tile_bytes = std::size_t{wide ? 32 : 48} * 1024;
+  /// The K tile and the V tile together stay within this many bytes: 48 KiB, 96 keys at d 64
+  /// float. A tile's fixed costs (each row set's query and accumulator tiles fetched again,
+  /// each register block's accumulators loaded and stored, the softmax's per-column steps)
+  /// weigh less the more keys it has, while K and V rows that L1 cannot keep stream from L2 as
+  /// the products read them: one tile's passes, each repeated hot, run at the same share of
+  /// the peak at 60 keys and at 96 (bench_kernel_attention's flash_tile_parts), so what the
+  /// larger tile saves is in going from tile to tile and from row set to row set. 16-register
+  /// targets (query tiles of 16 rows): on Zen 3 (32 KiB L1d) 96 keys made the core 1.1-2.2 % faster
+  /// than 60 on 1 thread, 0.7-2.3 % on 2, the MHA's kernels 0.4-1.1 %; 126 keys no faster than
+  /// 96, 30 keys 5 % slower; Zen 4's AVX2 build 1.006, the portable kernels (SSE2) on Zen 3
+  /// 0.998 and 1.007. AVX-512 (query tiles of 64 rows) took 32 KiB until 2026-12-02, so that K
+  /// and V sat in a 48 KiB L1 beside the score tile: on Zen 5 (48 KiB L1d) 48 KiB makes the core
+  /// 1.6-2.3 % faster at n 1024 (causal 2.1-3.6 %, n 4096 0.7-1.9 %), the MHA's kernels
+  /// 1.2-1.3 %, 32 heads decoding over 8 at d 64 1.13x on 2 threads; Zen 4 (32 KiB L1d)
+  /// measured 1.003-1.012, an Intel Xeon 6/167 36 and 40 KiB within its noise (-1.4 % to +0.3 %),
+  /// and no Intel host has measured 48 yet (docs/performance.md, "K and V tiles of 48 KiB on
+  /// AVX-512").
+  static constexpr std::size_t kv_tile_bytes = std::size_t{48} * 1024;
   /// Query rows (over the heads of a K/V group) that one work item of flash_attention
   /// holds, in whole query tiles, when there are items enough for the threads: every K/V
   /// tile it fetches, cache lines and pages, serves that many rows. With K and V rows 2 KiB
@@ -89,13 +95,14 @@ struct flash_blocking {
   static constexpr std::size_t dot_rows = q_tile / 4;
 
   /// The fewest keys a tile of query rows on lanes takes, whatever kv_tile_bytes allows:
-  /// AVX-512, the 60 of d 64. Each key tile reloads the query tile and rescales and stores
+  /// AVX-512, 60 (ten key blocks). Each key tile reloads the query tile and rescales and stores
   /// the accumulator tile (64 rows of d_k and of d_v), work that only more keys a tile
-  /// amortise; from d 96 on those two tiles alone outgrow a 48 KiB L1, so that K and V tiles
-  /// cut to 32 KiB no longer buy L1 residency, only more reloads (d 128: 30 keys, d 256:
-  /// 12). With the floor, Zen 5 (bench/ab/ab.sh, 1 thread, n 2048): d 128 1.034-1.037x
-  /// faster (causal 1.051, 2 threads 1.023, n 4096 1.034), d 256 1.124x, d 96 1.014x, d 80
-  /// 1.006x; d 64 float the same tile (double: 1.03x at d 64, 1.12-1.15x at d 128).
+  /// amortise; from d 96 on those two tiles alone outgrow a 48 KiB L1, so that smaller K and
+  /// V tiles no longer buy L1 residency, only more reloads (at d 128 kv_tile_bytes alone gives
+  /// 48 keys, at d 256 24). With the floor, against the 32 KiB tiles of AVX-512 before
+  /// 2026-12-02 (d 128: 30 keys, d 256: 12), Zen 5 (bench/ab/ab.sh, 1 thread, n 2048): d 128
+  /// 1.034-1.037x faster (causal 1.051, 2 threads 1.023, n 4096 1.034), d 256 1.124x, d 96
+  /// 1.014x, d 80 1.006x; d 64 float the same tile (double: 1.03x at d 64, 1.12-1.15x at d 128).
   /// 16-register targets keep key_block: their tiles are 16 rows, and the same floor
   /// measured 0.996-1.012 there. The floor holds where flash_attention.hpp's takes_key_floor
   /// says: row sets of queries on lanes, and decode-shaped problems (keys split into chunks:
@@ -105,8 +112,7 @@ struct flash_blocking {
   /// (docs/performance.md, "Key tiles of wide heads").
   static constexpr std::size_t min_keys = wide ? 10 * key_block : key_block;
   /// Keys per tile for head widths d_k, d_v: a multiple of key_block whose K and V tiles fit
-  /// kv_tile_bytes (at d = 64 float: 60 keys with AVX-512, 96 elsewhere), with `floor` at
-  /// least min_keys.
+  /// kv_tile_bytes (at d = 64 float: 96 keys), with `floor` at least min_keys.
   static constexpr std::size_t k_tile(std::size_t d_k, std::size_t d_v, bool floor) noexcept {
     const std::size_t keys = kv_tile_bytes / ((d_k + d_v) * sizeof(T)) / key_block * key_block;
     return std::clamp(keys, floor ? min_keys : key_block, 16 * key_block);
