@@ -25,7 +25,17 @@
 //   start_us, tiles_us, store_us  the three steps;
 //   key_tile_us      tiles_us over the key tiles of an item (a short last tile counts as one);
 //   start_store_pct  start + store, in percent of the item.
-// smoke-filter: flash_(attention/1024/1/0|item_parts/1024|decode_(width/1024/1|model/256.*1/0))
+// flash_tile_parts/<keys> (1 thread) runs one key tile of <keys> keys (d 64) against one row set
+// of queries on lanes (the q_tile rows of the ISA), hot, each of its three passes repeated and
+// timed apart: the score pass (score_tile), the softmax step (softmax_step), the value pass
+// (lane_value_tile): where a tile's time goes with its operands in cache, against which the
+// loop nest's own rate shows what going from tile to tile costs (docs/performance.md, "K and V
+// tiles of 48 KiB on AVX-512"). Counters:
+//   score_pct, value_pct  the pass's flops over its time, in % of the one-thread peak;
+//   softmax_ns       the softmax step's time;
+//   tile_pct         the three passes together, in % of the peak.
+// smoke-filter:
+// flash_(attention/1024/1/0|item_parts/1024|tile_parts/96|decode_(width/1024/1|model/256.*1/0))
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"
@@ -237,6 +247,54 @@ void flash_item_parts(benchmark::State& state) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void flash_tile_parts(benchmark::State& state) {
+  namespace kd = argus::kernel::detail;
+  using clock = std::chrono::steady_clock;
+  constexpr std::size_t tile = kd::flash_blocking<float>::q_tile, reps = 64;
+  const auto keys = static_cast<std::size_t>(state.range(0));
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto filled = [&](std::size_t n, float scale) {
+    argus::aligned_buffer<float> b(n, argus::uninitialized);
+    for (std::size_t i = 0; i < n; ++i) b.data()[i] = scale * u(rng);
+    return b;
+  };
+  // K and V rows (keys, d), Qt (d, tile) scaled as start_set scales it, the score tile and the
+  // accumulator (d, tile); m starts at the scores' bound, so that no step rescales.
+  const argus::aligned_buffer<float> k = filled(keys * d, 1.0f), v = filled(keys * d, 1.0f),
+                                     qt = filled(d * tile, 0.125f);
+  argus::aligned_buffer<float> st = filled((keys + 1) * tile, 0.0f), acc = filled(d * tile, 0.0f);
+  std::vector<float> top(tile), m(tile, 8.0f), l(tile, 0.0f), alpha(tile, 1.0f);
+  // Read through a volatile: a null alpha the compiler cannot fold (lane_value_tile's callers
+  // pass it at run time), so that the pass compiles as in the loop nest.
+  static float* volatile no_rescale = nullptr;
+  float* const rescale = no_rescale;
+  double score = 0, softmax = 0, value = 0;  // seconds
+  auto seconds = [](clock::duration t) { return std::chrono::duration<double>(t).count(); };
+  for (auto _ : state) {
+    const auto t0 = clock::now();
+    for (std::size_t r = 0; r < reps; ++r)
+      kd::score_tile<float, d>(tile, keys, k.data(), d, qt.data(), d, st.data(), top.data());
+    const auto t1 = clock::now();
+    for (std::size_t r = 0; r < reps; ++r)  // on the scores, not on weights: the same work
+      benchmark::DoNotOptimize(kd::softmax_step<float>(tile, st.data(), keys, top.data(), m.data(),
+                                                       l.data(), alpha.data()));
+    const auto t2 = clock::now();
+    for (std::size_t r = 0; r < reps; ++r)
+      kd::lane_value_tile<float, d>(tile, d, keys, st.data(), v.data(), d, rescale, acc.data());
+    const auto t3 = clock::now();
+    score += seconds(t1 - t0), softmax += seconds(t2 - t1), value += seconds(t3 - t2);
+    benchmark::DoNotOptimize(acc.data());
+    benchmark::ClobberMemory();
+  }
+  const double calls = double(state.iterations()) * double(reps);
+  const double pass_gflop = 2e-9 * double(keys) * d * double(tile), peak = peak_gflops(1);
+  state.counters["score_pct"] = 100.0 * pass_gflop * calls / score / peak;
+  state.counters["value_pct"] = 100.0 * pass_gflop * calls / value / peak;
+  state.counters["softmax_ns"] = 1e9 * softmax / calls;
+  state.counters["tile_pct"] = 100.0 * 2 * pass_gflop * calls / (score + softmax + value) / peak;
+}
+
 void prefill_arguments(benchmark::internal::Benchmark* b) {
   for (int causal : {0, 1})
     for (int threads : {1, 2})
@@ -257,6 +315,12 @@ BENCHMARK(flash_attention)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
 BENCHMARK(flash_item_parts)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(flash_tile_parts)
+    ->Arg(30)
+    ->Arg(60)
+    ->Arg(96)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(flash_decode)
     ->Args({8192, 1})
     ->Args({8192, 2})
