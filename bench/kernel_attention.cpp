@@ -34,8 +34,7 @@
 //   score_pct, value_pct  the pass's flops over its time, in % of the one-thread peak;
 //   softmax_ns       the softmax step's time;
 //   tile_pct         the three passes together, in % of the peak.
-// smoke-filter:
-// flash_(attention/1024/1/0|item_parts/1024|tile_parts/96|decode_(width/1024/1|model/256.*1/0))
+// smoke-filter: flash_(attention/1024/1/0|[a-z]+_parts/[19]|decode_(width/1024/1|model/256.*1/0))
 #include "argus/bench/peak.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"

@@ -75,8 +75,8 @@ struct flash_blocking {
   /// 96, 30 keys 5 % slower; Zen 4's AVX2 build 1.006, the portable kernels (SSE2) on Zen 3
   /// 0.998 and 1.007. AVX-512 (query tiles of 64 rows) took 32 KiB until 2026-12-02, so that K
   /// and V sat in a 48 KiB L1 beside the score tile: on Zen 5 (48 KiB L1d) 48 KiB makes the core
-  /// 1.6-2.3 % faster at n 1024 (causal 2.1-3.6 %, n 4096 0.7-1.9 %), the MHA's kernels
-  /// 1.2-1.3 %, 32 heads decoding over 8 at d 64 1.13x on 2 threads; Zen 4 (32 KiB L1d)
+  /// 1.6-2.3 % faster at n 1024 (causal 2.1-5.1 %, n 4096-8192 0.7-2.5 %), the MHA's kernels
+  /// 0-1.8 %, 32 heads decoding over 8 at d 64 1.12-1.13x; Zen 4 (32 KiB L1d)
   /// measured 1.003-1.012, an Intel Xeon 6/167 36 and 40 KiB within its noise (-1.4 % to +0.3 %),
   /// and no Intel host has measured 48 yet (docs/performance.md, "K and V tiles of 48 KiB on
   /// AVX-512").
