@@ -19,9 +19,10 @@
 //             whatever else shares the machine (on a loaded machine the wall-clock
 //             figures measure the load as much as the kernel).
 // flash_item_parts/<n> (seq_q = seq_kv = n, 1 thread) runs flash_attention's work items by
-// hand, as flash_attention_tiles_of_queries does (kernel::detail::start_query_item, run_item,
-// store_set), with run_item called once per key tile and each step timed: where an item's
-// time goes (docs/performance.md, "Starting and ending a work item"). Counters, per item:
+// hand, as flash_attention_tiles_of_queries does (kernel::detail::start_query_item and
+// fetch_if_first_of_pair, run_item, store_set), with run_item called once per key tile and each
+// step timed: where an item's time goes (docs/performance.md, "Starting and ending a work
+// item"). Counters, per item:
 //   start_us, tiles_us, store_us  the three steps;
 //   key_tile_us      tiles_us over the key tiles of an item (a short last tile counts as one);
 //   start_store_pct  start + store, in percent of the item.
@@ -218,10 +219,13 @@ void flash_item_parts(benchmark::State& state) {
   const std::size_t key_tiles = (n + layout.k_tile - 1) / layout.k_tile;
   double start = 0, tiles = 0, store = 0;  // seconds
   auto seconds = [](clock::duration t) { return std::chrono::duration<double>(t).count(); };
+  const bool into_l1 = argus::detail::roomy_l1d();
   for (auto _ : state) {
+    const std::uint64_t call = kd::next_items_call();
     for (std::size_t task = 0; task < plan.count(); ++task) {
       const auto t0 = clock::now();
-      const kd::flash_item<float> it = kd::start_query_item(data.p, plan, layout, task);
+      kd::flash_item<float> it = kd::start_query_item(data.p, plan, layout, task);
+      kd::fetch_if_first_of_pair(it, call, into_l1);  // a head's first item fetches K and V
       const auto t1 = clock::now();
       kd::output_prefetch<float> prefetch(it, 0, n);  // as flash_attention's items do
       for (std::size_t j0 = 0; j0 < n; j0 += layout.k_tile)

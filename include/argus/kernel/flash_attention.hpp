@@ -57,6 +57,7 @@
 #include "argus/kernel/simd.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <cstddef>
@@ -1197,6 +1198,36 @@ flash_item<T> start_query_item(const attention_problem<T>& p, const query_items&
   return it;
 }
 
+/// Calls of flash_attention_tiles_of_queries so far, each its number for first_of_pair.
+inline std::atomic<std::uint64_t> items_calls{0};
+
+/// A new number for a call's items (first_of_pair).
+inline std::uint64_t next_items_call() noexcept {
+  return items_calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Whether this thread's item of (batch item, K/V head) `pair` is its first of that pair in
+/// call `call`; remembers it for the next.
+inline bool first_of_pair(std::uint64_t call, std::size_t pair) noexcept {
+  thread_local std::uint64_t last_call = ~std::uint64_t{0};
+  thread_local std::size_t last_pair = 0;
+  const bool first = call != last_call || pair != last_pair;
+  last_call = call, last_pair = pair;
+  return first;
+}
+
+/// A thread's first item of a K/V head finds that head's K and V in L3 or memory, the items
+/// after it in its core's L2 where they fit (512 KiB at n 1024, d 64): it fetches them ahead as
+/// it scores, as a decode item does (key_stream; into L1 on a roomy L1d, into L2 elsewhere).
+/// Every item fetching: slower (Zen 5, n 4096, 0.96-0.99x), as the hardware's prefetchers keep
+/// up with the items after the first; the first alone: the core at n 1024 1.2-1.7 % faster with
+/// AVX-512 on Zen 5 (docs/performance.md, "K and V tiles of 48 KiB on AVX-512").
+template <class T>
+void fetch_if_first_of_pair(flash_item<T>& it, std::uint64_t call, bool into_l1) noexcept {
+  if (first_of_pair(call, it.b * it.p->kv_heads + it.g))
+    it.streams_keys = true, it.fetches_into_l1 = into_l1;
+}
+
 /// Items (batch item, K/V head, run of query tiles), each with query heads of the group;
 /// pairs: the call's summary of the pair mask.
 /// (bench/kernel_attention.cpp's flash_item_parts times the three steps of an item.)
@@ -1205,9 +1236,12 @@ void flash_attention_tiles_of_queries(const attention_problem<T>& p,
                                       const pair_mask_summary& pairs) {
   const query_items plan = plan_query_items(p);
   const flash_layout<T> layout(p, plan.sets());
+  const std::uint64_t call = next_items_call();
+  const bool into_l1 = argus::detail::roomy_l1d();
   parallel_for(plan.count(), [&](std::size_t task, std::size_t) {
     flash_item<T> it = start_query_item(p, plan, layout, task);
     it.pair_summary = &pairs;
+    fetch_if_first_of_pair(it, call, into_l1);
     output_prefetch<T> prefetch(it, 0, visible_keys(p));
     run_item<T, DK, DV>(it, 0, visible_keys(p), &prefetch);
     for (std::size_t si = 0; si < it.set_count; ++si) store_set(p, it.b, it.sets[si], it.dvp);

@@ -24,6 +24,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -447,6 +448,55 @@ BOOST_AUTO_TEST_CASE(fetch_level_follows_the_l1d) {
       c.threads = 2;
       check<float>(c, rng);
     }
+  }
+}
+
+// A thread's first item of each K/V head in a call fetches that head's K and V ahead as it
+// scores (fetch_if_first_of_pair: they come from L3 or memory); its next items of the head,
+// which find them in its L2, do not. Each call and each thread keeps its own record.
+BOOST_AUTO_TEST_CASE(a_threads_first_item_of_a_kv_head_fetches_ahead) {
+  namespace kd = argus::kernel::detail;
+  const std::uint64_t call = kd::next_items_call();
+  BOOST_TEST(kd::next_items_call() > call);
+  BOOST_TEST(kd::first_of_pair(call, 3));
+  BOOST_TEST(!kd::first_of_pair(call, 3));
+  BOOST_TEST(kd::first_of_pair(call, 4));
+  BOOST_TEST(kd::first_of_pair(call, 3));      // back to a head another has followed: cold again
+  BOOST_TEST(kd::first_of_pair(call + 1, 3));  // the same head in a new call
+  BOOST_TEST(!kd::first_of_pair(call + 1, 3));
+  bool other_thread = false;
+  std::thread([&] { other_thread = kd::first_of_pair(call + 1, 3); }).join();
+  BOOST_TEST(other_thread);
+  // The pair of an item is (batch item, K/V head); the level is the caller's.
+  attention_problem<float> p{};
+  p.kv_heads = 4;
+  const auto item = [&](std::size_t b, std::size_t g) {
+    kd::flash_item<float> it{};
+    it.p = &p, it.b = b, it.g = g;
+    return it;
+  };
+  const std::uint64_t next = kd::next_items_call();
+  kd::flash_item<float> first = item(1, 2), again = item(1, 2), other_batch = item(2, 2),
+                        other_head = item(2, 1);
+  kd::fetch_if_first_of_pair(first, next, true);
+  BOOST_TEST((first.streams_keys && first.fetches_into_l1));
+  kd::fetch_if_first_of_pair(again, next, true);
+  BOOST_TEST(!again.streams_keys);
+  kd::fetch_if_first_of_pair(other_batch, next, false);
+  BOOST_TEST((other_batch.streams_keys && !other_batch.fetches_into_l1));
+  kd::fetch_if_first_of_pair(other_head, next, false);
+  BOOST_TEST(other_head.streams_keys);
+  // Prefill, whose first items now stream, under both fetch levels: as the reference.
+  std::mt19937_64 rng(43);
+  for (const bool roomy : {false, true}) {
+    const argus::detail::roomy_l1d_as as(roomy);
+    for (const std::size_t threads : {1, 2})
+      for (const bool causal : {false, true}) {
+        config c;
+        c.batch = 2, c.heads = 4, c.kv_heads = 2, c.seq_q = 300, c.seq_kv = 517, c.d_k = 64,
+        c.d_v = 64, c.causal = causal, c.threads = threads;
+        check<float>(c, rng);
+      }
   }
 }
 
