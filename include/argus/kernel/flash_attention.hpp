@@ -1220,8 +1220,9 @@ inline bool first_of_pair(std::uint64_t call, std::size_t pair) noexcept {
 /// after it in its core's L2 where they fit (512 KiB at n 1024, d 64): it fetches them ahead as
 /// it scores, as a decode item does (key_stream; into L1 on a roomy L1d, into L2 elsewhere).
 /// Every item fetching: slower (Zen 5, n 4096, 0.96-0.99x), as the hardware's prefetchers keep
-/// up with the items after the first; the first alone: the core at n 1024 1.2-1.7 % faster with
-/// AVX-512 on Zen 5 (docs/performance.md, "K and V tiles of 48 KiB on AVX-512").
+/// up with the items after the first; the first alone: the core at n 1024 0.6-1.0 % faster on 1
+/// thread and 1.2-2.1 % on 2 with AVX-512 on Zen 5, the MHA's kernels 0.5-0.7 %, the AVX2 build
+/// 0.8-1.4 % and its MHA 0.991-1.001 (docs/performance.md, "A head's first item fetches ahead").
 template <class T>
 void fetch_if_first_of_pair(flash_item<T>& it, std::uint64_t call, bool into_l1) noexcept {
   if (first_of_pair(call, it.b * it.p->kv_heads + it.g))
