@@ -279,7 +279,8 @@ void flash_tile_parts(benchmark::State& state) {
     for (std::size_t r = 0; r < reps; ++r)
       kd::score_tile<float, d>(tile, keys, k.data(), d, qt.data(), d, st.data(), top.data());
     const auto t1 = clock::now();
-    for (std::size_t r = 0; r < reps; ++r)  // on the scores, not on weights: the same work
+    // After the first, each step runs on the weights the one before it left: the same work.
+    for (std::size_t r = 0; r < reps; ++r)
       benchmark::DoNotOptimize(kd::softmax_step<float>(tile, st.data(), keys, top.data(), m.data(),
                                                        l.data(), alpha.data()));
     const auto t2 = clock::now();
