@@ -140,7 +140,7 @@ set(ARGUS_TEST_COSTS
     unit.grad.bad_values 33
     fuzz.attention_fuzzer 31
     fuzz.gradient_fuzzer 31
-    docs.worked_example 28
+    docs.worked_example 12
     tidy.avx2 23
     tidy.portable 21
     unit.eval.differential 19

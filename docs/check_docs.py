@@ -553,14 +553,24 @@ def cmd_worked_example(args):
     if errors:
         report("worked-example", errors, "could not apply the guide")
     build = work / "build"
+    # The kernels: the calling build's compiled-once library (--kernels) where the guide edits
+    # nothing under include/argus/kernel/, which that library was compiled from; the copy's test
+    # then declares them extern (ARGUS_EXTERN_KERNELS) and links it, as the build's own tests do.
+    # Header-only, that one test TU compiled the kernels it calls at -Og: 30 s of its 33.
+    edits_kernels = any(shlex.split(m.spec)[2].startswith("include/argus/kernel/")
+                        for m in markers if m.spec.startswith("apply"))
+    kernels = []
+    if args.kernels and not edits_kernels:
+        kernels = ["-DCMAKE_CXX_FLAGS=-DARGUS_EXTERN_KERNELS",
+                   f"-DCMAKE_CXX_STANDARD_LIBRARIES={Path(args.kernels).resolve()}"]
     steps = [
         [args.cmake, "-S", str(src), "-B", str(build), "-G", args.generator, f"-DCMAKE_CXX_COMPILER={args.cxx}",
          "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og",
          "-DARGUS_BUILD_EXAMPLES=OFF", "-DARGUS_BUILD_BENCHMARKS=OFF",
-         # one test and one compile-fail test: cheaper without the kernels library and the PCHs
-         # (the tests' PCH, argus and Boost.Test, took longer to build than it saved one TU)
+         # one test and one compile-fail test: cheaper without a kernels library of its own and
+         # the PCHs (the tests' PCH, argus and Boost.Test, took longer to build than it saved one TU)
          "-DARGUS_COMPILED_KERNELS=OFF", "-DARGUS_COMPILE_FAIL_PCH=OFF", "-DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON",
-         f"-DARGUS_GOLDEN_DIR={work}"],
+         f"-DARGUS_GOLDEN_DIR={work}", *kernels],
         [args.cmake, "--build", str(build), "--target", *args.target],
         [args.ctest, "--test-dir", str(build), "--output-on-failure", "-R", args.tests],
     ]
@@ -597,6 +607,8 @@ def main():
     ap.add_argument("--generator", default="Ninja")
     ap.add_argument("--target", action="append", default=[])
     ap.add_argument("--tests", default=".")
+    ap.add_argument("--kernels", help="worked-example: a compiled-once kernels library (libargus_kernels.a) "
+                                      "built from this tree's include/argus/kernel/, for the copy to link")
     args = ap.parse_args()
     {"quotes": cmd_quotes, "snippets": cmd_snippets, "outputs": cmd_outputs, "compiler": cmd_compiler,
      "worked-example": cmd_worked_example}[args.mode](args)
