@@ -147,7 +147,7 @@ FUZZER ?= attention_fuzzer
 fuzz: deps
 	cmake --preset asan -B build/fuzz -DARGUS_FUZZ_OPTIMIZATION=-O1
 	cmake --build build/fuzz -j $(JOBS) --target fuzz.$(FUZZER)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ./build/fuzz/tests/fuzz/fuzz.$(FUZZER) -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
 	  -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build/fuzz/tests/fuzz/ \
 	  build/fuzz/tests/fuzz/corpus/$(FUZZER) tests/fuzz/corpus/$(FUZZER)
