@@ -531,6 +531,19 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_
   return b_bytes<T>(k, n) >= b_in_place_page_bytes && slivers <= page_stride_direct_b_slivers;
 }
 
+/// Whether products of T read a row-major B where it lies for a few slivers of A
+/// (gemm_direct_b_block: reads_b_in_place) and row by row for one or two rows (gemm_row_sweep:
+/// sweeps_b_rows), with the kernels of those paths: float. Products of double take the loop
+/// nest's packed register tile whatever their shape. double is argus's verification type (the
+/// reference evaluator's, the golden and differential tests'), for which no benchmark or user
+/// reads a model's weights a token at a time; those paths' kernels (gemm_micro_kernel_direct_b,
+/// _direct_b_rows, _fetching_rows, gemm_row_sweep: 38 + 36 + 8 + 2 instantiations) were 37 % of
+/// double's kernel code under ASan+UBSan (2.5 of 6.7 MB with AVX-512), compiled in every
+/// configuration of the tests (docs/contributing/testing.md, item 16). The rules above hold
+/// for double as written; gemm only does not ask them.
+template <class T>
+inline constexpr bool reads_b_where_it_lies = !std::is_same_v<T, double>;
+
 /// The sets whose register-tile kernels reading B in place may fetch nothing into L1
 /// (direct_b_fetches_near): AVX2 and AVX-512.
 inline constexpr bool direct_b_far_set = simd_bytes >= 32;
@@ -1027,25 +1040,27 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   // Where data read once is fetched (into L1 or into L2 only) follows the core's L1d.
   const bool roomy_l1 = argus::detail::roomy_l1d();
   // One or two rows of A against a large row-major B: B read row by row (gemm_row_sweep).
-  if (!TransposedB && panels == nullptr && sweeps_b_rows<T>(m, k, n, roomy_l1)) {
-    static_assert(row_sweep_columns<T> + row_sweep_most * simd<T>::width <=
-                  gemm_buffers<T>::b_size);
-    const std::size_t a_row = TransposedA ? 1 : lda, a_step = TransposedA ? lda : 1;
-    const auto sweep = [&]<std::size_t M>(std::integral_constant<std::size_t, M>) {
-      gemm_row_sweep<T, M>(n, k, alpha, a, a_row, a_step, b, ldb, c, ldc, c_block, c_block_stride,
-                           bias, accumulate, buffers.b);
-    };
-    static_assert(row_sweep_most == 2, "one call per height below");
-    if (m == 1) return sweep(std::integral_constant<std::size_t, 1>{});
-    return sweep(std::integral_constant<std::size_t, 2>{});
+  if constexpr (reads_b_where_it_lies<T>) {
+    if (!TransposedB && panels == nullptr && sweeps_b_rows<T>(m, k, n, roomy_l1)) {
+      static_assert(row_sweep_columns<T> + row_sweep_most * simd<T>::width <=
+                    gemm_buffers<T>::b_size);
+      const std::size_t a_row = TransposedA ? 1 : lda, a_step = TransposedA ? lda : 1;
+      const auto sweep = [&]<std::size_t M>(std::integral_constant<std::size_t, M>) {
+        gemm_row_sweep<T, M>(n, k, alpha, a, a_row, a_step, b, ldb, c, ldc, c_block, c_block_stride,
+                             bias, accumulate, buffers.b);
+      };
+      static_assert(row_sweep_most == 2, "one call per height below");
+      if (m == 1) return sweep(std::integral_constant<std::size_t, 1>{});
+      return sweep(std::integral_constant<std::size_t, 2>{});
+    }
   }
   const std::size_t kc_block = balanced_block(k, tile::kc);
   const sliver_cut cut = sliver_cut::of<T>(m);
   const std::size_t slivers = cut.count;
   // Few slivers of rows against a row-major B that is not prepacked: B read where it lies
   // (gemm_direct_b_block).
-  const bool in_place =
-      !TransposedB && panels == nullptr && reads_b_in_place<T>(slivers, ldb, k, n);
+  const bool in_place = reads_b_where_it_lies<T> && !TransposedB && panels == nullptr &&
+                        reads_b_in_place<T>(slivers, ldb, k, n);
   const auto short_kernel = gemm_micro_kernel_for<T, a_layout>(cut.short_rows);
   const auto tall_kernel = gemm_micro_kernel_for<T, a_layout>(cut.tall_rows);
   // On prepacked panels, for more slivers than run panel by panel (gemm_prepacked_block), the
@@ -1058,6 +1073,9 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   // below); with one sliver, such a B is read in place.
   const auto packing_kernel = [&]() -> gemm_micro_kernel_packing_ptr<T> {
     if (TransposedB || panels != nullptr || in_place) return nullptr;
+    // Heights below packing_rows_lowest read B in place where reads_b_where_it_lies; double's
+    // copy their panels (pack_b_panel_n below).
+    if (!reads_b_where_it_lies<T> && cut.rows(0) < packing_rows_lowest<T>) return nullptr;
     if constexpr (packing_fetch_skew > 1)
       if (skews_b_fetch<T>(ldb, k, n))
         return gemm_micro_kernel_packing_for<T, a_layout, packing_fetch_skew>(cut.rows(0));
@@ -1095,7 +1113,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
         gemm_prepacked_block<T, a_layout>(
             m, kc, n, block_a, lda, panels + pc * packed_width<T>(panels_n) + panels_col0 * kc, c,
             ldc, c_block, c_block_stride, alpha, block_bias, load_c, buffers);
-      else
+      else if constexpr (reads_b_where_it_lies<T>)
         gemm_direct_b_block<T, a_layout>(m, kc, n, block_a, lda, b + pc * ldb, ldb, c, ldc, c_block,
                                          c_block_stride, alpha, block_bias, load_c, rows_read,
                                          fetching, buffers);
@@ -1160,7 +1178,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
           if (s == 0 && !panels) {
             T* dst = buffers.b + jr * kc;
             if constexpr (!TransposedB) {
-              if (whole) {
+              if (whole && packing_kernel != nullptr) {
                 // The rows fetched ahead: the panel packing_ahead_panels on in the order
                 // this loop nest packs them, further in this block or among the first of
                 // the next (the next k block of these columns; after the last, the next
