@@ -32,6 +32,11 @@
 
 namespace {
 
+// Products of double take the packed register tile whatever their shape
+// (detail::reads_b_where_it_lies): the tests below that name the in-place, row-sweep and
+// few-row kernels check those for float, and for double the same products packed (a sliver
+// under detail::packing_rows_lowest rows copying B's panels, the others packing them as they
+// read B) against the same references, to the bit where the test says so.
 using element_types = std::tuple<float, double>;
 
 /// Uniform in [-1, 1) from one draw of the generator. std::uniform_real_distribution goes
