@@ -25,7 +25,8 @@
 // 1.02-1.03x, m 1024-4096 1.00-1.02x. A product of a few slivers (m <= 4 mr: tokens being
 // decoded, a short prompt) packs no row-major B: the copy would cost about what the product
 // reads, so the micro-kernel reads B's whole panels where they lie, fetching its rows ahead
-// (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit), k block by k
+// (gemm_direct_b_block, gemm_micro_kernel_direct_b; the same result to the bit; float only:
+// products of double always pack, reads_b_where_it_lies), k block by k
 // block over all of C's columns (for jc is dropped: few slivers keep no block of B in L2 for
 // long, and B is then read in the order it lies). With several
 // slivers, each panel is read by all of them before the next (the first from wherever B lies,
@@ -535,8 +536,8 @@ constexpr bool reads_b_in_place(std::size_t slivers, std::size_t ldb, std::size_
 /// (gemm_direct_b_block: reads_b_in_place) and row by row for one or two rows (gemm_row_sweep:
 /// sweeps_b_rows), with the kernels of those paths: float. Products of double take the loop
 /// nest's packed register tile whatever their shape. double is argus's verification type (the
-/// reference evaluator's, the golden and differential tests'), which no benchmark or user
-/// runs a model's weights a token at a time with; those paths' kernels
+/// reference evaluator's, the golden and differential tests'), whose decode-shaped products no
+/// benchmark measures; those paths' kernels
 /// (gemm_micro_kernel_direct_b, _direct_b_rows, _fetching_rows, gemm_row_sweep: 38 + 36 + 8 + 2
 /// instantiations with AVX-512) were a third of double's kernel code, compiled in every
 /// configuration of the tests: under ASan+UBSan 6.83 against 4.58 MB, 147 against 94.5 s to
@@ -1074,9 +1075,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std:
   // below); with one sliver, such a B is read in place.
   const auto packing_kernel = [&]() -> gemm_micro_kernel_packing_ptr<T> {
     if (TransposedB || panels != nullptr || in_place) return nullptr;
-    // Heights below packing_rows_lowest read B in place where reads_b_where_it_lies; double's
-    // copy their panels (pack_b_panel_n below).
-    if (!reads_b_where_it_lies<T> && cut.rows(0) < packing_rows_lowest<T>) return nullptr;
+    // The packing kernels start at packing_rows_lowest rows, the least a first sliver of
+    // several has; a lower one (one sliver that does not read B in place: double's) copies
+    // its panels (pack_b_panel_n below).
+    if (cut.rows(0) < packing_rows_lowest<T>) return nullptr;
     if constexpr (packing_fetch_skew > 1)
       if (skews_b_fetch<T>(ldb, k, n))
         return gemm_micro_kernel_packing_for<T, a_layout, packing_fetch_skew>(cut.rows(0));
