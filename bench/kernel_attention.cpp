@@ -229,7 +229,7 @@ void flash_item_parts(benchmark::State& state) {
       const auto t1 = clock::now();
       kd::output_prefetch<float> prefetch(it, 0, n);  // as flash_attention's items do
       for (std::size_t j0 = 0; j0 < n; j0 += layout.k_tile)
-        kd::run_item<float, d, d>(it, j0, std::min(n, j0 + layout.k_tile), &prefetch);
+        kd::run_item<float>(it, j0, std::min(n, j0 + layout.k_tile), &prefetch);
       const auto t2 = clock::now();
       for (std::size_t si = 0; si < it.set_count; ++si)
         kd::store_set(data.p, it.b, it.sets[si], it.dvp);
@@ -277,7 +277,7 @@ void flash_tile_parts(benchmark::State& state) {
   for (auto _ : state) {
     const auto t0 = clock::now();
     for (std::size_t r = 0; r < reps; ++r)
-      kd::score_tile<float, d>(tile, keys, k.data(), d, qt.data(), d, st.data(), top.data());
+      kd::score_tile<float>(tile, keys, k.data(), d, qt.data(), d, st.data(), top.data());
     const auto t1 = clock::now();
     // After the first, each step runs on the weights the one before it left: the same work.
     for (std::size_t r = 0; r < reps; ++r)
@@ -285,7 +285,7 @@ void flash_tile_parts(benchmark::State& state) {
                                                        l.data(), alpha.data()));
     const auto t2 = clock::now();
     for (std::size_t r = 0; r < reps; ++r)
-      kd::lane_value_tile<float, d>(tile, d, keys, st.data(), v.data(), d, rescale, acc.data());
+      kd::lane_value_tile<float>(tile, d, keys, st.data(), v.data(), d, rescale, acc.data());
     const auto t3 = clock::now();
     score += seconds(t1 - t0), softmax += seconds(t2 - t1), value += seconds(t3 - t2);
     benchmark::DoNotOptimize(acc.data());

@@ -45,8 +45,9 @@
 // items leave (m, l, unnormalised accumulator) per row and a second pass merges the chunks,
 // so that even seq_q = 1 with a single head keeps every thread busy.
 //
-// Fast paths: d_k and d_v of 64 or 128 are compile-time constants of the tile kernels; any
-// other width (>= 1) runs the same code with run-time extents.
+// Head widths: d_k and d_v (>= 1) are run-time values of one loop nest. Nine copies of it,
+// with d_k and d_v of 64 or 128 fixed at compile time, ran no faster (docs/performance.md,
+// "One loop nest for every head width") and were a fifth of the kernels' code to compile.
 #pragma once
 
 #include "argus/kernel/cpu_caches.hpp"
@@ -941,7 +942,7 @@ class output_prefetch {
 };
 
 /// Runs the sets of an item (started) over keys [ja, jb).
-template <class T, std::size_t DK, std::size_t DV>
+template <class T>
 void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
               output_prefetch<T>* prefetch = nullptr) {
   const attention_problem<T>& p = *it.p;
@@ -1061,20 +1062,19 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
       if (!prepared) prepare_values(), prepared = true;
       const key_stream* set_fetch = std::exchange(fetch, nullptr);
       if (s.on_lanes())
-        score_tile<T, DK>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
+        score_tile<T>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
       else
-        score_dots<T, DK>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top,
-                          set_fetch);
+        score_dots<T>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top, set_fetch);
       if (mask_tile(it, s, j0, n, any_key_ignored, pairs == tile_cover::some))
         tile_maximum(it.scores, n, s.lanes(), it.top);
       const bool rescale = softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
         drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);
       if (s.on_lanes())
-        lane_value_tile<T, DV>(s.lanes(), p.d_v, n, it.scores, vt, v_row,
-                               rescale ? s.alpha : nullptr, s.acc);
+        lane_value_tile<T>(s.lanes(), p.d_v, n, it.scores, vt, v_row, rescale ? s.alpha : nullptr,
+                           s.acc);
       else
-        value_tile<T, DV>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc, set_fetch);
+        value_tile<T>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc, set_fetch);
       if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
     }
   }
@@ -1232,7 +1232,7 @@ void fetch_if_first_of_pair(flash_item<T>& it, std::uint64_t call, bool into_l1)
 /// Items (batch item, K/V head, run of query tiles), each with query heads of the group;
 /// pairs: the call's summary of the pair mask.
 /// (bench/kernel_attention.cpp's flash_item_parts times the three steps of an item.)
-template <class T, std::size_t DK, std::size_t DV>
+template <class T>
 void flash_attention_tiles_of_queries(const attention_problem<T>& p,
                                       const pair_mask_summary& pairs) {
   const query_items plan = plan_query_items(p);
@@ -1244,14 +1244,14 @@ void flash_attention_tiles_of_queries(const attention_problem<T>& p,
     it.pair_summary = &pairs;
     fetch_if_first_of_pair(it, call, into_l1);
     output_prefetch<T> prefetch(it, 0, visible_keys(p));
-    run_item<T, DK, DV>(it, 0, visible_keys(p), &prefetch);
+    run_item<T>(it, 0, visible_keys(p), &prefetch);
     for (std::size_t si = 0; si < it.set_count; ++si) store_set(p, it.b, it.sets[si], it.dvp);
   });
 }
 
 /// Decode: items (batch item, K/V head, key chunk), each with all the rows of the group;
 /// partial results merged afterwards.
-template <class T, std::size_t DK, std::size_t DV>
+template <class T>
 void flash_attention_chunks_of_keys(const attention_problem<T>& p,
                                     const pair_mask_summary& pair_summary) {
   constexpr std::size_t tile = flash_blocking<T>::q_tile;
@@ -1300,7 +1300,7 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p,
     const std::size_t ja = first + chunk * chunk_keys;
     const std::size_t jb = first + std::min(keys, chunk * chunk_keys + chunk_keys);
     output_prefetch<T> prefetch(it, ja, jb);  // used where the rows go to p.o (one chunk)
-    run_item<T, DK, DV>(it, ja, jb, chunks == 1 ? &prefetch : nullptr);
+    run_item<T>(it, ja, jb, chunks == 1 ? &prefetch : nullptr);
     for (std::size_t si = 0; si < set_count; ++si) {
       const row_set<T>& s = it.sets[si];
       if (chunks == 1) {
@@ -1356,15 +1356,6 @@ void flash_attention_chunks_of_keys(const attention_problem<T>& p,
   });
 }
 
-template <class T, std::size_t DK, std::size_t DV>
-void flash_attention_with(const attention_problem<T>& p) {
-  const pair_mask_summary pair_summary(p);  // the pair mask's, where it is shared
-  if (decode_shaped(p))
-    flash_attention_chunks_of_keys<T, DK, DV>(p, pair_summary);
-  else
-    flash_attention_tiles_of_queries<T, DK, DV>(p, pair_summary);
-}
-
 }  // namespace detail
 
 /// The tiles flash_attention(p) uses: query rows per tile, keys per tile.
@@ -1406,25 +1397,11 @@ void flash_attention(const attention_problem<T>& p) {
         }
     return;
   }
-  // Fast paths: d_k and d_v of 64 or 128 become compile-time constants; 0 = run time.
-  auto with_d_v = [&]<std::size_t DK>(std::integral_constant<std::size_t, DK>) {
-    switch (p.d_v) {
-      case 64:
-        return detail::flash_attention_with<T, DK, 64>(p);
-      case 128:
-        return detail::flash_attention_with<T, DK, 128>(p);
-      default:
-        return detail::flash_attention_with<T, DK, 0>(p);
-    }
-  };
-  switch (p.d_k) {
-    case 64:
-      return with_d_v(std::integral_constant<std::size_t, 64>{});
-    case 128:
-      return with_d_v(std::integral_constant<std::size_t, 128>{});
-    default:
-      return with_d_v(std::integral_constant<std::size_t, 0>{});
-  }
+  const detail::pair_mask_summary pair_summary(p);  // the pair mask's, where it is shared
+  if (detail::decode_shaped(p))
+    detail::flash_attention_chunks_of_keys<T>(p, pair_summary);
+  else
+    detail::flash_attention_tiles_of_queries<T>(p, pair_summary);
 }
 
 // This header's entry points, declared for the program's use of the kernels

@@ -399,17 +399,16 @@ struct key_stream {
 // Scores: S^T = K · Qt.
 
 /// st[j][r] = Σ_c k[j][c] · qt[c][r] for j < Keys, r < QV · width (st and qt have rows of
-/// q_tile); top[r] is raised to the block's maximum of column r. DK != 0 fixes d_k. With
-/// `fetch` (the Fetch instantiation: a decode item's keys [j, j + Keys) of the tile), the
-/// block's fetches are spread over d: a line of each key's K and V rows every fetch_steps
-/// features, not all of them at its start, whose burst filled the fetch queue and stalled the
-/// block (32 query heads over one K/V head of d 128, 8192 keys from memory: 1.3x as fast).
-template <class T, std::size_t Keys, std::size_t QV, std::size_t DK, bool Fetch = false>
-inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st, T* top,
+/// q_tile, d = d_k); top[r] is raised to the block's maximum of column r. With `fetch` (the
+/// Fetch instantiation: a decode item's keys [j, j + Keys) of the tile), the block's fetches
+/// are spread over d: a line of each key's K and V rows every fetch_steps features, not all of
+/// them at its start, whose burst filled the fetch queue and stalled the block (32 query heads
+/// over one K/V head of d 128, 8192 keys from memory: 1.3x as fast).
+template <class T, std::size_t Keys, std::size_t QV, bool Fetch = false>
+inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t d, T* st, T* top,
                         const key_stream* fetch = nullptr, std::size_t j = 0) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
-  const std::size_t d = DK != 0 ? DK : d_k;
   V acc[Keys][QV];
 #pragma GCC unroll 16
   for (std::size_t a = 0; a < Keys; ++a)
@@ -441,41 +440,50 @@ inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t 
   }
 }
 
-/// The last n < key_block keys of a score tile.
-template <class T, std::size_t QV, std::size_t DK,
-          std::size_t Keys = flash_blocking<T>::key_block - 1>
-inline void score_tail(std::size_t n, const T* k, std::size_t k_row, const T* qt, std::size_t d_k,
-                       T* st, T* top) noexcept {
-  if constexpr (Keys > 0) {
-    if (n == Keys) return score_block<T, Keys, QV, DK>(k, k_row, qt, d_k, st, top);
-    return score_tail<T, QV, DK, Keys - 1>(n, k, k_row, qt, d_k, st, top);
-  } else {
-    (void)n, (void)k, (void)k_row, (void)qt, (void)d_k, (void)st, (void)top;
+/// The last n < key_block keys of a score tile of `keys` keys from k (st's rows and K's keys
+/// counted from there). A tile of at least key_block keys scores its last key_block keys again
+/// as one whole block, shifted back over keys already scored: their scores come out the same
+/// bits (each is the same chain of multiply-adds over d, whatever the block) and their maxima
+/// are in top already. A shorter tile scores one key at a time. So of the blocks of fewer than
+/// key_block keys only the one-key block is compiled: the others were most of score_block's code
+/// (docs/contributing/testing.md, item 17). A NaN score seen twice may leave another
+/// NaN-or-number in top than seen once (max keeps its second operand where either is NaN):
+/// the same output, as the NaN itself reaches the row's sum (docs/reference/semantics.md,
+/// rule 3).
+template <class T, std::size_t QV>
+inline void score_tail(std::size_t n, std::size_t keys, const T* k, std::size_t k_row, const T* qt,
+                       std::size_t d_k, T* st, T* top) noexcept {
+  constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
+  const std::size_t j = keys - n;  // the tail's first key
+  if (keys >= kb) {
+    const std::size_t back = keys - kb;
+    return score_block<T, kb, QV>(k + back * k_row, k_row, qt, d_k, st + back * tile, top);
   }
+  for (std::size_t u = j; u < keys; ++u)
+    score_block<T, 1, QV>(k + u * k_row, k_row, qt, d_k, st + u * tile, top);
 }
 
-template <class T, std::size_t QV, std::size_t DK>
+template <class T, std::size_t QV>
 inline void score_columns(std::size_t n, const T* k, std::size_t k_row, const T* qt,
                           std::size_t d_k, T* st, T* top, const key_stream* stream) noexcept {
   constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
   std::size_t j = 0;
   for (; j + kb <= n; j += kb) {
     if (stream != nullptr)
-      score_block<T, kb, QV, DK, true>(k + j * k_row, k_row, qt, d_k, st + j * tile, top, stream,
-                                       j);
+      score_block<T, kb, QV, true>(k + j * k_row, k_row, qt, d_k, st + j * tile, top, stream, j);
     else
-      score_block<T, kb, QV, DK>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+      score_block<T, kb, QV>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
   }
   if (j < n) {
     if (stream != nullptr) stream->fetch(j, n);
-    score_tail<T, QV, DK>(n - j, k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+    score_tail<T, QV>(n - j, n, k, k_row, qt, d_k, st, top);
   }
 }
 
 /// The score tile S^T (n, Q_TILE) of n keys starting at k, for the first `lanes` columns
 /// (the rest are not written), and its column maxima top; with `stream`, fetching K and V
 /// ahead block by block of keys as it goes.
-template <class T, std::size_t DK>
+template <class T>
 inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t k_row, const T* qt,
                        std::size_t d_k, T* st, T* top,
                        const key_stream* stream = nullptr) noexcept {
@@ -484,17 +492,32 @@ inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t
   std::fill(top, top + lanes, -std::numeric_limits<T>::infinity());
   if constexpr (qv >= 4) {
     if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
-      return score_columns<T, qv / 2, DK>(n, k, k_row, qt, d_k, st, top, stream);
+      return score_columns<T, qv / 2>(n, k, k_row, qt, d_k, st, top, stream);
   }
-  score_columns<T, qv, DK>(n, k, k_row, qt, d_k, st, top, stream);
+  score_columns<T, qv>(n, k, k_row, qt, d_k, st, top, stream);
+}
+
+/// f(std::integral_constant<std::size_t, D>{}) with D = d where d is 64 or 128, else D = 0 (d
+/// at run time): the few-row kernels (score_dots, value_tile) fix those head widths at compile
+/// time, which one query row a K/V head needs (decode without grouped heads): one row over 4096
+/// keys of d 128 from memory took 1.12x as long at run-time width (AVX-512, docs/performance.md,
+/// "One loop nest for every head width"). The rest of the loop nest takes d at run time.
+template <class F>
+[[gnu::always_inline]] inline void with_fixed_width(std::size_t d, F&& f) {
+  if (d == 64)
+    f(std::integral_constant<std::size_t, 64>{});
+  else if (d == 128)
+    f(std::integral_constant<std::size_t, 128>{});
+  else
+    f(std::integral_constant<std::size_t, 0>{});
 }
 
 /// The scores of R rows against keys [0, n), as score_dots says, R rows (q[0..R)) and w / R
 /// keys a block (w = the register width): one register of partial sums per (key, row) pair, w
 /// of them, each loaded vector of K multiplied by the R rows' and each of Q by the block's keys;
 /// transpose_sum turns them into one register whose lane u · R + r holds key u's score for row r.
-/// top[r] gets row r's greatest score.
-template <class T, std::size_t DK, std::size_t R>
+/// top[r] gets row r's greatest score. D != 0 fixes d_k (with_fixed_width).
+template <class T, std::size_t D, std::size_t R>
 [[gnu::always_inline]] inline void score_dot_rows(const T* const* q, T scale, std::size_t d_k,
                                                   std::size_t n, const T* k, std::size_t k_row,
                                                   T* st, T* top,
@@ -502,7 +525,7 @@ template <class T, std::size_t DK, std::size_t R>
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile, keys = w / R;
   static_assert(R >= 1 && w % R == 0);
-  const std::size_t d = DK != 0 ? DK : d_k;
+  const std::size_t d = D != 0 ? D : d_k;
   V best = V::broadcast(-std::numeric_limits<T>::infinity());
   for (std::size_t j = 0; j < n; j += keys) {
     // The last block repeats key n - 1 in its missing lanes (never stored).
@@ -558,7 +581,7 @@ template <class T, std::size_t DK, std::size_t R>
 /// once for a block of keys (score_dot_rows); with `stream`, the first rows' pass fetches K
 /// and V ahead as it goes (value_tile fetches V again further on). Lanes from rows up to the
 /// next whole register are set to 0 (the softmax runs over whole registers).
-template <class T, std::size_t DK>
+template <class T>
 void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, std::size_t n,
                 const T* k, std::size_t k_row, T* st, T* top,
                 const key_stream* stream = nullptr) noexcept {
@@ -567,16 +590,19 @@ void score_dots(std::size_t rows, const T* const* q, T scale, std::size_t d_k, s
   constexpr std::size_t most = std::min<std::size_t>(4, w);
   const std::size_t lanes = flash_blocking<T>::padded(rows);
   for (std::size_t j = 0; j < n; ++j) V::zero().store(st + j * tile + lanes - w);
-  for (std::size_t r = 0, taken = 0; r < rows; r += taken) {
-    taken = rows - r >= most ? most : rows - r >= 2 ? 2 : 1;
-    const key_stream* fetch = r == 0 ? stream : nullptr;
-    if (taken == most)
-      score_dot_rows<T, DK, most>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
-    else if (taken == 2)
-      score_dot_rows<T, DK, 2>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
-    else
-      score_dot_rows<T, DK, 1>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
-  }
+  const auto of_width = [&]<std::size_t D>(std::integral_constant<std::size_t, D>) {
+    for (std::size_t r = 0, taken = 0; r < rows; r += taken) {
+      taken = rows - r >= most ? most : rows - r >= 2 ? 2 : 1;
+      const key_stream* fetch = r == 0 ? stream : nullptr;
+      if (taken == most)
+        score_dot_rows<T, D, most>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
+      else if (taken == 2)
+        score_dot_rows<T, D, 2>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
+      else
+        score_dot_rows<T, D, 1>(q + r, scale, d_k, n, k, k_row, st + r, top + r, fetch);
+    }
+  };
+  with_fixed_width(d_k, of_width);
   std::fill(top + rows, top + lanes, -std::numeric_limits<T>::infinity());
 }
 
@@ -816,27 +842,30 @@ inline void value_rows(std::size_t rows, std::size_t cvs, std::size_t n, const T
 }
 
 /// acc (rows, DVP) = alpha · acc + P · V for the n keys of a tile, P = S^T (n, Q_TILE) after
-/// softmax_step, V rows of v_row elements, DVP a whole number of registers. DV != 0 fixes
-/// DVP at compile time. With `stream`, every block of rows fetches V value_fetch_ahead_keys(rows)
-/// ahead as it reads it (value_block, key_stream::fetch_values): the second block's requests for
-/// the lines the first asked for were not wasted where a tile has more than row_block rows (Zen 4,
-/// 64 heads over 8 K/V heads, 8 rows in blocks of 6 and 2, from memory, in a trial where the
-/// scores fetched no V: 1.12-1.17x faster on 1 thread than with the first block alone, 1.01-1.06x
-/// on 2).
-template <class T, std::size_t DV>
-inline void value_tile(std::size_t rows, std::size_t dvp_runtime, std::size_t n, const T* p,
-                       const T* v, std::size_t v_row, const T* alpha, T* acc,
+/// softmax_step, V rows of v_row elements, DVP (dvp) a whole number of registers. With `stream`,
+/// every block of rows fetches V value_fetch_ahead_keys(rows) ahead as it reads it (value_block,
+/// key_stream::fetch_values): the second block's requests for the lines the first asked for were
+/// not wasted where a tile has more than row_block rows (Zen 4, 64 heads over 8 K/V heads, 8 rows
+/// in blocks of 6 and 2, from memory, in a trial where the scores fetched no V: 1.12-1.17x faster
+/// on 1 thread than with the first block alone, 1.01-1.06x on 2).
+template <class T>
+inline void value_tile(std::size_t rows, std::size_t dvp, std::size_t n, const T* p, const T* v,
+                       std::size_t v_row, const T* alpha, T* acc,
                        const key_stream* stream = nullptr) noexcept {
   using blocking = flash_blocking<T>;
   constexpr std::size_t w = blocking::width, rb = blocking::row_block,
                         cb = blocking::col_vectors * w;
-  const std::size_t dvp = DV != 0 ? DV : dvp_runtime, ahead = value_fetch_ahead_keys(rows);
-  for (std::size_t r = 0; r < rows; r += rb) {
-    const std::size_t nr = std::min(rb, rows - r);
-    for (std::size_t c = 0; c < dvp; c += cb)
-      value_rows<T>(nr, std::min(cb, dvp - c) / w, n, p + r, v + c, v_row, alpha + r,
-                    acc + r * dvp + c, dvp, {stream, ahead, c * sizeof(T)});
-  }
+  const std::size_t ahead = value_fetch_ahead_keys(rows);
+  const auto of_width = [&]<std::size_t D>(std::integral_constant<std::size_t, D>) {
+    const std::size_t d = D != 0 ? D : dvp;
+    for (std::size_t r = 0; r < rows; r += rb) {
+      const std::size_t nr = std::min(rb, rows - r);
+      for (std::size_t c = 0; c < d; c += cb)
+        value_rows<T>(nr, std::min(cb, d - c) / w, n, p + r, v + c, v_row, alpha + r,
+                      acc + r * d + c, d, {stream, ahead, c * sizeof(T)});
+    }
+  };
+  with_fixed_width(dvp, of_width);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -883,11 +912,10 @@ inline void lane_value_tail(std::size_t cols, std::size_t n, const T* p, const T
   }
 }
 
-template <class T, std::size_t QV, std::size_t DV>
-inline void lane_value_columns(std::size_t d_v, std::size_t n, const T* p, const T* v,
+template <class T, std::size_t QV>
+inline void lane_value_columns(std::size_t d, std::size_t n, const T* p, const T* v,
                                std::size_t v_row, const T* alpha, T* acc) noexcept {
   constexpr std::size_t cb = flash_blocking<T>::value_cols, tile = flash_blocking<T>::q_tile;
-  const std::size_t d = DV != 0 ? DV : d_v;
   std::size_t c = 0;
   for (; c + cb <= d; c += cb)
     lane_value_block<T, cb, QV>(n, p, v + c, v_row, alpha, acc + c * tile);
@@ -897,17 +925,17 @@ inline void lane_value_columns(std::size_t d_v, std::size_t n, const T* p, const
 /// acc^T (D_V, Q_TILE) = alpha · acc^T + V^T · P^T for the n keys of a tile, for the first
 /// `lanes` columns (a whole number of registers; the rest are not touched): P^T = S^T
 /// (n, Q_TILE) after softmax_step, V rows of v_row elements; alpha null: no rescale (every
-/// alpha is 1). DV != 0 fixes d_v.
-template <class T, std::size_t DV>
+/// alpha is 1).
+template <class T>
 inline void lane_value_tile(std::size_t lanes, std::size_t d_v, std::size_t n, const T* p,
                             const T* v, std::size_t v_row, const T* alpha, T* acc) noexcept {
   using blocking = flash_blocking<T>;
   constexpr std::size_t qv = blocking::q_vectors, w = blocking::width;
   if constexpr (qv >= 4) {
     if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
-      return lane_value_columns<T, qv / 2, DV>(d_v, n, p, v, v_row, alpha, acc);
+      return lane_value_columns<T, qv / 2>(d_v, n, p, v, v_row, alpha, acc);
   }
-  lane_value_columns<T, qv, DV>(d_v, n, p, v, v_row, alpha, acc);
+  lane_value_columns<T, qv>(d_v, n, p, v, v_row, alpha, acc);
 }
 
 }  // namespace detail

@@ -3,10 +3,10 @@
 //
 // The kernels are function templates over the value type, and instantiating them is most of
 // what a translation unit that evaluates attention costs to compile: every TU that calls
-// evaluate() compiles the fused loop nest for each d_k/d_v fast path, the blocked gemm with
-// its micro-kernels, the softmax and (with training) both backward passes, for float and for
-// double. ARGUS_KERNEL_ENTRY_POINTS (kernel/entry_points.hpp) lists the entry points, and
-// each kernel header declares its own for one of three ways a program uses them:
+// evaluate() compiles the fused loop nest, the blocked gemm with its micro-kernels, the
+// softmax and (with training) both backward passes, for float and for double.
+// ARGUS_KERNEL_ENTRY_POINTS (kernel/entry_points.hpp) lists the entry points, and each kernel
+// header declares its own for one of three ways a program uses them:
 //
 //   - header-only (no macro): every TU instantiates what it calls, for the instruction set
 //     it is compiled for (kernel/isa.hpp);

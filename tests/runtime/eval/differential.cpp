@@ -43,8 +43,8 @@ using test::cfg;
 using test::values;
 const char* name(values v) { return test::name(v, "logits of +-1e4"); }
 
-// The paper's heads, grouped-query (2 and 4 query heads per K/V head), d_k != d_v, the
-// d = 128 fast path, odd widths, and double.
+// The paper's heads, grouped-query (2 and 4 query heads per K/V head), d_k != d_v, d = 128
+// (a width the few-row kernels fix at compile time), odd widths, and double.
 using configs =
     std::tuple<cfg<float, 8, 8, 64, 64>, cfg<float, 4, 2, 16, 16>, cfg<float, 8, 2, 8, 12>,
                cfg<float, 4, 1, 12, 20>, cfg<float, 2, 2, 128, 128>, cfg<float, 3, 3, 5, 3>,

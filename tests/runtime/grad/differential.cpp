@@ -1,7 +1,7 @@
 // Differential test of training: forward_for_training and backward, fused and unfused, on
 // random attention problems -- run-time lengths 1..400 (across the fused backward's 64-query
 // and 256-key tiles), batch 1..2, the head configurations below (grouped-query, d_k != d_v,
-// the d = 128 fast path; float), three mask chains at random densities or in the patterns
+// d = 128; float), three mask chains at random densities or in the patterns
 // of padded batches and packed documents (fully masked rows and items included), dropout in
 // a third of the cases, and values drawn normal, with large logits, with exact ties,
 // denormal, and with NaN/Inf placed in Q, K, V, dO and the rows of padded keys -- against
@@ -48,7 +48,7 @@ using test::cfg;
 using test::values;
 const char* name(values v) { return test::name(v, "logits of std ~100"); }
 
-// The paper's heads, grouped-query with d_k != d_v, and the d = 128 fast path, in float
+// The paper's heads, grouped-query with d_k != d_v, and d = 128, in float
 // (unit.grad.bad_values holds double to the rules within 1e-9).
 using configs =
     std::tuple<cfg<float, 8, 8, 64, 64>, cfg<float, 4, 2, 16, 24>, cfg<float, 2, 2, 128, 128>>;

@@ -400,7 +400,7 @@ struct attention_case {
 template <class T>
 std::vector<attention_case<T>> attention_cases() {
   return {
-      // d_k = d_v = 64, a fast path; grouped heads; causal with ignored keys (row 0 of item 0
+      // d_k = d_v = 64, a fixed width; grouped heads; causal with ignored keys (row 0 of item 0
       // sees no key at all).
       {"attention, d 64, GQA 4/2, causal, ignored keys", 2, 4, 2, 37, 45, 64, 64, true, true,
        false},
