@@ -45,9 +45,11 @@
 // items leave (m, l, unnormalised accumulator) per row and a second pass merges the chunks,
 // so that even seq_q = 1 with a single head keeps every thread busy.
 //
-// Head widths: d_k and d_v (>= 1) are run-time values of one loop nest. Nine copies of it,
-// with d_k and d_v of 64 or 128 fixed at compile time, ran no faster (docs/performance.md,
-// "One loop nest for every head width") and were a fifth of the kernels' code to compile.
+// Head widths: d_k and d_v (>= 1) are run-time values of one loop nest; only the score
+// kernels and the few-row value kernel fix d 64 and 128 at compile time, where that measured
+// faster (with_fixed_width). Nine copies of the whole loop nest, one per pair of widths, ran
+// no faster than that and made the kernels' code 1.16x as large (docs/performance.md, "One
+// loop nest for every head width").
 #pragma once
 
 #include "argus/kernel/cpu_caches.hpp"

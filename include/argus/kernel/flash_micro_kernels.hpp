@@ -395,6 +395,22 @@ struct key_stream {
   }
 };
 
+/// f(std::integral_constant<std::size_t, D>{}) with D = d where d is 64 or 128, else D = 0 (d
+/// at run time): the score kernels (score_tile, score_dots) and the few-row value kernel
+/// (value_tile) fix those head widths at compile time; the rest of the loop nest takes d at run
+/// time. At run-time width, with AVX-512, Clang 14's score blocks ran 1-2 % slower (GCC 12's
+/// level), and one query row a K/V head (decode without grouped heads) took 1.12x as long at d
+/// 128 (GCC; docs/performance.md, "One loop nest for every head width").
+template <class F>
+[[gnu::always_inline]] inline void with_fixed_width(std::size_t d, F&& f) {
+  if (d == 64)
+    f(std::integral_constant<std::size_t, 64>{});
+  else if (d == 128)
+    f(std::integral_constant<std::size_t, 128>{});
+  else
+    f(std::integral_constant<std::size_t, 0>{});
+}
+
 // ---------------------------------------------------------------------------------------
 // Scores: S^T = K · Qt.
 
@@ -403,12 +419,13 @@ struct key_stream {
 /// Fetch instantiation: a decode item's keys [j, j + Keys) of the tile), the block's fetches
 /// are spread over d: a line of each key's K and V rows every fetch_steps features, not all of
 /// them at its start, whose burst filled the fetch queue and stalled the block (32 query heads
-/// over one K/V head of d 128, 8192 keys from memory: 1.3x as fast).
-template <class T, std::size_t Keys, std::size_t QV, bool Fetch = false>
-inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t d, T* st, T* top,
+/// over one K/V head of d 128, 8192 keys from memory: 1.3x as fast). D != 0 fixes d_k.
+template <class T, std::size_t Keys, std::size_t QV, bool Fetch = false, std::size_t D = 0>
+inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t d_k, T* st, T* top,
                         const key_stream* fetch = nullptr, std::size_t j = 0) noexcept {
   using V = simd<T>;
   constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  const std::size_t d = D != 0 ? D : d_k;
   V acc[Keys][QV];
 #pragma GCC unroll 16
   for (std::size_t a = 0; a < Keys; ++a)
@@ -450,33 +467,34 @@ inline void score_block(const T* k, std::size_t k_row, const T* qt, std::size_t 
 /// NaN-or-number in top than seen once (max keeps its second operand where either is NaN):
 /// the same output, as the NaN itself reaches the row's sum (docs/reference/semantics.md,
 /// rule 3).
-template <class T, std::size_t QV>
+template <class T, std::size_t QV, std::size_t D>
 inline void score_tail(std::size_t n, std::size_t keys, const T* k, std::size_t k_row, const T* qt,
                        std::size_t d_k, T* st, T* top) noexcept {
   constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
   const std::size_t j = keys - n;  // the tail's first key
   if (keys >= kb) {
     const std::size_t back = keys - kb;
-    return score_block<T, kb, QV>(k + back * k_row, k_row, qt, d_k, st + back * tile, top);
+    return score_block<T, kb, QV, false, D>(k + back * k_row, k_row, qt, d_k, st + back * tile,
+                                            top);
   }
   for (std::size_t u = j; u < keys; ++u)
-    score_block<T, 1, QV>(k + u * k_row, k_row, qt, d_k, st + u * tile, top);
+    score_block<T, 1, QV, false, D>(k + u * k_row, k_row, qt, d_k, st + u * tile, top);
 }
 
-template <class T, std::size_t QV>
+template <class T, std::size_t QV, std::size_t D>
 inline void score_columns(std::size_t n, const T* k, std::size_t k_row, const T* qt,
                           std::size_t d_k, T* st, T* top, const key_stream* stream) noexcept {
   constexpr std::size_t kb = flash_blocking<T>::key_block, tile = flash_blocking<T>::q_tile;
   std::size_t j = 0;
   for (; j + kb <= n; j += kb) {
     if (stream != nullptr)
-      score_block<T, kb, QV, true>(k + j * k_row, k_row, qt, d_k, st + j * tile, top, stream, j);
+      score_block<T, kb, QV, true, D>(k + j * k_row, k_row, qt, d_k, st + j * tile, top, stream, j);
     else
-      score_block<T, kb, QV>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
+      score_block<T, kb, QV, false, D>(k + j * k_row, k_row, qt, d_k, st + j * tile, top);
   }
   if (j < n) {
     if (stream != nullptr) stream->fetch(j, n);
-    score_tail<T, QV>(n - j, n, k, k_row, qt, d_k, st, top);
+    score_tail<T, QV, D>(n - j, n, k, k_row, qt, d_k, st, top);
   }
 }
 
@@ -490,26 +508,13 @@ inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t
   using blocking = flash_blocking<T>;
   constexpr std::size_t qv = blocking::q_vectors, w = blocking::width;
   std::fill(top, top + lanes, -std::numeric_limits<T>::infinity());
-  if constexpr (qv >= 4) {
-    if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
-      return score_columns<T, qv / 2>(n, k, k_row, qt, d_k, st, top, stream);
-  }
-  score_columns<T, qv>(n, k, k_row, qt, d_k, st, top, stream);
-}
-
-/// f(std::integral_constant<std::size_t, D>{}) with D = d where d is 64 or 128, else D = 0 (d
-/// at run time): the few-row kernels (score_dots, value_tile) fix those head widths at compile
-/// time, which one query row a K/V head needs (decode without grouped heads): one row over 4096
-/// keys of d 128 from memory took 1.12x as long at run-time width (AVX-512, docs/performance.md,
-/// "One loop nest for every head width"). The rest of the loop nest takes d at run time.
-template <class F>
-[[gnu::always_inline]] inline void with_fixed_width(std::size_t d, F&& f) {
-  if (d == 64)
-    f(std::integral_constant<std::size_t, 64>{});
-  else if (d == 128)
-    f(std::integral_constant<std::size_t, 128>{});
-  else
-    f(std::integral_constant<std::size_t, 0>{});
+  with_fixed_width(d_k, [&]<std::size_t D>(std::integral_constant<std::size_t, D>) {
+    if constexpr (qv >= 4) {
+      if (lanes <= qv / 2 * w)  // a half-empty tile (the last one of a sequence)
+        return score_columns<T, qv / 2, D>(n, k, k_row, qt, d_k, st, top, stream);
+    }
+    score_columns<T, qv, D>(n, k, k_row, qt, d_k, st, top, stream);
+  });
 }
 
 /// The scores of R rows against keys [0, n), as score_dots says, R rows (q[0..R)) and w / R
