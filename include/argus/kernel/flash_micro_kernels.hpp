@@ -398,7 +398,7 @@ struct key_stream {
 /// f(std::integral_constant<std::size_t, D>{}) with D = d where d is 64 or 128, else D = 0 (d
 /// at run time): the score kernels (score_tile, score_dots) and the few-row value kernel
 /// (value_tile) fix those head widths at compile time; the rest of the loop nest takes d at run
-/// time. At run-time width, with AVX-512, Clang 14's score blocks ran 1-2 % slower (GCC 12's
+/// time. At run-time width, with AVX-512, Clang 14's score blocks ran 0.6-2 % slower (GCC 12's
 /// level), and one query row a K/V head (decode without grouped heads) took 1.12x as long at d
 /// 128 (GCC; docs/performance.md, "One loop nest for every head width").
 template <class F>
