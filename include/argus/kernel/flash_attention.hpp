@@ -943,10 +943,31 @@ class output_prefetch {
   std::size_t set_ = 0, row_ = 0, line_ = 0;
 };
 
+/// Of the keys [j0, j0 + n) that set s scores, how many from j0 on some row in the lower half
+/// of its lanes reaches under a causal mask: the keys after them, up to the diagonal, only rows
+/// of the upper half reach, and only those rows score and sum them (score_upper_half,
+/// lane_value_upper_half), so that a set of q_tile rows computes half the triangle beyond its
+/// rows' reach that it did. n where its lanes are not split: without a causal mask, on targets of
+/// fewer than four registers of queries (splits_lane_halves), for a set of at most half a tile of
+/// rows, or where the lower half reaches every key of the tile.
+template <class T>
+std::size_t lower_half_keys(const attention_problem<T>& p, const row_set<T>& s, std::size_t j0,
+                            std::size_t n) noexcept {
+  constexpr std::size_t half = flash_blocking<T>::q_tile / 2;
+  if (!splits_lane_halves<T> || !p.causal || !s.on_lanes() || s.rows <= half ||
+      j0 + n <= causal_key_end(p, s.min_query + 1))
+    return n;
+  std::size_t last = 0;  // the lower half's last query (a set's rows need not be in order)
+  for (std::size_t r = 0; r < half; ++r) last = std::max(last, s.query[r]);
+  const std::size_t reach = causal_key_end(p, last + 1);
+  return reach <= j0 ? 0 : std::min(n, reach - j0);
+}
+
 /// Runs the sets of an item (started) over keys [ja, jb).
 template <class T>
 void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
               output_prefetch<T>* prefetch = nullptr) {
+  constexpr std::size_t tile = flash_blocking<T>::q_tile;
   const attention_problem<T>& p = *it.p;
   const std::size_t j_begin = item_keys_begin(it, ja), j_end = item_keys_end(it, jb);
   std::size_t min_query = p.seq_q, max_query = 0;
@@ -1063,20 +1084,35 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
       if (n == 0) continue;  // no weight of the tile is other than 0 for the set's rows
       if (!prepared) prepare_values(), prepared = true;
       const key_stream* set_fetch = std::exchange(fetch, nullptr);
-      if (s.on_lanes())
+      const std::size_t lower = lower_half_keys(p, s, j0, n);
+      if (lower < n) {  // keys [lower, n): the upper half of the lanes alone
+        score_tile<T>(s.lanes(), lower, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
+        score_upper_half<T>(n - lower, kt + lower * p.k_row, p.k_row, s.qt, p.d_k,
+                            it.scores + lower * tile, it.top);
+        for (std::size_t j = lower; j < n; ++j)  // what mask_tile hides, written once here
+          std::fill_n(it.scores + j * tile, tile / 2, -std::numeric_limits<T>::infinity());
+      } else if (s.on_lanes()) {
         score_tile<T>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
-      else
+      } else {
         score_dots<T>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top, set_fetch);
+      }
       if (mask_tile(it, s, j0, n, any_key_ignored, pairs == tile_cover::some))
         tile_maximum(it.scores, n, s.lanes(), it.top);
       const bool rescale = softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
         drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);
-      if (s.on_lanes())
+      if (lower < n) {
+        if (lower > 0 || rescale)  // alpha, where rescaled, on every lane
+          lane_value_tile<T>(s.lanes(), p.d_v, lower, it.scores, vt, v_row,
+                             rescale ? s.alpha : nullptr, s.acc);
+        lane_value_upper_half<T>(p.d_v, n - lower, it.scores + lower * tile, vt + lower * v_row,
+                                 v_row, s.acc);
+      } else if (s.on_lanes()) {
         lane_value_tile<T>(s.lanes(), p.d_v, n, it.scores, vt, v_row, rescale ? s.alpha : nullptr,
                            s.acc);
-      else
+      } else {
         value_tile<T>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc, set_fetch);
+      }
       if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
     }
   }

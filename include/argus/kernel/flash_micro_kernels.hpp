@@ -517,6 +517,30 @@ inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t
   });
 }
 
+/// The upper half of a full query tile's lanes (q_vectors / 2 registers from lane q_tile / 2),
+/// for targets of four registers of queries (AVX-512): under a causal mask the keys of a tile
+/// that only the rows of that half reach are scored (score_upper_half) and summed into the
+/// output (lane_value_upper_half) for those rows alone, halving the masked triangle a tile
+/// of q_tile rows computes on its diagonal. Each runs the half-empty tile's kernels (q_vectors
+/// / 2 registers) on pointers moved by half a tile: nothing more is compiled.
+template <class T>
+inline constexpr bool splits_lane_halves = flash_blocking<T>::q_vectors >= 4;
+
+/// score_tile for n keys from k, the upper half of the lanes only: st's and top's lanes of
+/// that half; top is raised, not reset (it continues the tile's maxima).
+template <class T>
+inline void score_upper_half(std::size_t n, const T* k, std::size_t k_row, const T* qt,
+                             std::size_t d_k, T* st, T* top) noexcept {
+  using blocking = flash_blocking<T>;
+  constexpr std::size_t qv = blocking::q_vectors, half = blocking::q_tile / 2;
+  if constexpr (splits_lane_halves<T>)  // else never called (lower_half_keys)
+    with_fixed_width(d_k, [&]<std::size_t D>(std::integral_constant<std::size_t, D>) {
+      score_columns<T, qv / 2, D>(n, k, k_row, qt + half, d_k, st + half, top + half, nullptr);
+    });
+  else
+    (void)n, (void)k, (void)k_row, (void)qt, (void)d_k, (void)st, (void)top;
+}
+
 /// The scores of R rows against keys [0, n), as score_dots says, R rows (q[0..R)) and w / R
 /// keys a block (w = the register width): one register of partial sums per (key, row) pair, w
 /// of them, each loaded vector of K multiplied by the R rows' and each of Q by the block's keys;
@@ -941,6 +965,18 @@ inline void lane_value_tile(std::size_t lanes, std::size_t d_v, std::size_t n, c
       return lane_value_columns<T, qv / 2>(d_v, n, p, v, v_row, alpha, acc);
   }
   lane_value_columns<T, qv>(d_v, n, p, v, v_row, alpha, acc);
+}
+
+/// lane_value_tile for n keys, the upper half of the lanes only (splits_lane_halves), with
+/// no rescale: the tile's call for its other keys applied alpha to every lane.
+template <class T>
+inline void lane_value_upper_half(std::size_t d_v, std::size_t n, const T* p, const T* v,
+                                  std::size_t v_row, T* acc) noexcept {
+  constexpr std::size_t qv = flash_blocking<T>::q_vectors, half = flash_blocking<T>::q_tile / 2;
+  if constexpr (splits_lane_halves<T>)  // else never called (lower_half_keys)
+    lane_value_columns<T, qv / 2>(d_v, n, p + half, v, v_row, nullptr, acc + half);
+  else
+    (void)d_v, (void)n, (void)p, (void)v, (void)v_row, (void)acc;
 }
 
 }  // namespace detail

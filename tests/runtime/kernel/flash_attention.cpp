@@ -697,6 +697,26 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(running_maxima_that_rise_across_tiles, T, scalar_t
 // once per column): every later tile must leave the row's sum as it is, or the output drifts
 // by the rounding of m · log2 e once per tile (it did: 2^(that rounding) multiplied the sum,
 // not the accumulator, before softmax_step set the factor to exactly 1 where m stays).
+// Under a causal mask a query tile of four registers of queries (AVX-512: 64 float rows, 32
+// double) scores and sums the keys that only the upper half of its rows reach with that half
+// alone (lower_half_keys). The lengths make tiles that start past the lower half's reach (no
+// key of the tile for it: at d 64, float's tile of keys 96-191 for rows 64-127; with rising
+// logits the upper half's maximum moves there, and its accumulators must be rescaled all the
+// same), tiles that end a few keys past it (d 128: tiles of 60 keys) and sets of fewer rows
+// than a tile; rows of a group's two heads, on 1 and 2 threads. Targets of two registers of
+// queries compute whole tiles, and check the same outputs.
+BOOST_AUTO_TEST_CASE_TEMPLATE(causal_diagonal_tiles_split_their_lanes, T, scalar_types) {
+  std::mt19937_64 rng(29);
+  for (std::size_t n : {128, 200, 301})
+    for (std::size_t d : {20, 64, 128})
+      for (double rise : {0.0, 0.6, -0.05}) {  // 0.6: past the slack within 10 keys
+        config c;
+        c.heads = 2, c.kv_heads = 1, c.seq_q = n, c.seq_kv = n, c.d_k = d, c.d_v = d;
+        c.causal = true, c.rise = rise, c.threads = 1 + n % 2;
+        check<T>(c, rng);
+      }
+}
+
 BOOST_AUTO_TEST_CASE_TEMPLATE(a_maximum_that_stays_over_many_tiles, T, scalar_types) {
   std::mt19937_64 rng(20261129);
   for (double offset : {300.0, 1000.0, 1900.0})
