@@ -26,7 +26,9 @@
 # gemm, packed and split workloads N copies of B, each call reading the next (packed: each copy
 # packed once): a B that one copy would keep partly in L3 then comes from memory, as a model's
 # weights do (main.cpp). ARGUS_AB_LDB=N lays the gemm and packed workloads' B out with rows N
-# elements apart (N >= n; n if unset).
+# elements apart (N >= n; n if unset). ARGUS_AB_WINDOW=W gives the causal mask of the attention,
+# backward and mha workloads a sliding window: each query sees its last W keys (the flops and
+# shares of the peak count the pairs inside it).
 # --peak after the workload: every round also measures the FMA peak of its thread count, and
 # each side's median share of the peak of its own round is reported (WORKTREE WORKTREE with
 # --peak: one revision's % of peak, measured so that the host's drift moves it least).
@@ -60,7 +62,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   shift
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 rev_a=$1 rev_b=$2

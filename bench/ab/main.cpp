@@ -126,6 +126,30 @@ std::size_t b_copies() {
   return std::size_t(c);
 }
 
+/// The sliding window of the attention, backward and mha workloads' causal mask (ARGUS_AB_WINDOW:
+/// each query sees its last W keys; 0, no window, if unset).
+std::size_t causal_window() {
+  const char* s = std::getenv("ARGUS_AB_WINDOW");
+  if (s == nullptr) return 0;
+  const long w = std::strtol(s, nullptr, 10);
+  if (w < 1) {
+    std::fprintf(stderr, "ARGUS_AB_WINDOW=%s: a count of keys, at least 1\n", s);
+    std::exit(2);
+  }
+  return std::size_t(w);
+}
+
+/// The share of the n × n pairs that the problem computes: 1, or under causal the pairs (i, j)
+/// with j <= i within the window, Σ_i min(i + 1, W), over n² (1/2 without a window, as counted
+/// before windows: n²/2 rather than n(n + 1)/2).
+double pair_share(std::size_t n, bool causal) {
+  if (!causal) return 1.0;
+  const std::size_t w = causal_window();
+  if (w == 0 || w >= n) return 0.5;
+  const double pairs = 0.5 * double(w) * double(w + 1) + double(n - w) * double(w);
+  return pairs / (double(n) * double(n));
+}
+
 /// The decode workload's K and V caches together: every call's K and V come from memory.
 constexpr std::size_t decode_cache_bytes = std::size_t{512} << 20;
 
@@ -299,7 +323,7 @@ int main(int argc, char** argv) {
     run_a = [=](float* g) { argus_ab_backward_a(n, heads, d, causal, q, k, v, o, lse, d_o, g); };
     run_b = [=](float* g) { argus_ab_backward_b(n, heads, d, causal, q, k, v, o, lse, d_o, g); };
     // The five products (S, dP, dV, dK, dQ), as bench_attention_backward counts them.
-    flops = 10.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
+    flops = 10.0 * double(heads) * double(n) * double(n) * d * pair_share(n, causal);
   } else if (mha) {
     // x (n, 512), then W_Q, W_K, W_V, W_O (512 × 512 each, scaled so that the logits stay of
     // order one); each side its own scratch for Q, K, V and the merged heads.
@@ -318,7 +342,7 @@ int main(int argc, char** argv) {
     };
     // The four projections and the two products of the loop nest.
     flops = 8.0 * double(n) * dm * dm +
-            4.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
+            4.0 * double(heads) * double(n) * double(n) * d * pair_share(n, causal);
   } else if (decode) {
     // x: the query (heads, d), then every layer's K (kv_heads, n, d), then every layer's V; the
     // layers are copies of the first, so that the two sides' outputs can be compared whichever
@@ -353,7 +377,7 @@ int main(int argc, char** argv) {
     const float* v = k + heads * n * d;
     run_a = [=](float* o) { argus_ab_attention_a(n, heads, d, causal, q, k, v, o); };
     run_b = [=](float* o) { argus_ab_attention_b(n, heads, d, causal, q, k, v, o); };
-    flops = 4.0 * double(heads) * double(n) * double(n) * d * (causal ? 0.5 : 1.0);
+    flops = 4.0 * double(heads) * double(n) * double(n) * d * pair_share(n, causal);
   }
   out_b.resize(out_a.size());
 
@@ -426,8 +450,9 @@ int main(int argc, char** argv) {
     std::printf(", %d thread(s), %d rounds of %d call(s)\n", threads, rounds, reps);
   } else {
     if (!gemm && !mha) std::printf(" %zu", d);
-    std::printf(" %s %zu%s, %d thread(s), %d rounds of %d call(s)\n", gemm ? "m" : "n", n,
-                causal ? " causal" : "", threads, rounds, reps);
+    std::printf(" %s %zu%s", gemm ? "m" : "n", n, causal ? " causal" : "");
+    if (causal && causal_window() != 0) std::printf(" window %zu", causal_window());
+    std::printf(", %d thread(s), %d rounds of %d call(s)\n", threads, rounds, reps);
   }
   std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),
               *std::min_element(ta.begin(), ta.end()), flops / quantile(ta, 0.5) / 1e6);

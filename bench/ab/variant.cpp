@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <new>
@@ -33,6 +34,9 @@ argus::kernel::attention_problem<float> ab_problem(std::size_t n, std::size_t h,
   p.lse = lse, p.lse_batch = h * n, p.lse_head = n;
   p.scale = 1.0f / std::sqrt(float(d));
   p.causal = causal;
+  // ARGUS_AB_WINDOW=W: under causal, each query sees only its last W keys (main.cpp checks W).
+  if (const char* w = std::getenv("ARGUS_AB_WINDOW"); causal && w != nullptr)
+    p.causal_window = std::strtoul(w, nullptr, 10);
   return p;
 }
 }  // namespace
