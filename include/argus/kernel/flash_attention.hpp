@@ -943,24 +943,35 @@ class output_prefetch {
   std::size_t set_ = 0, row_ = 0, line_ = 0;
 };
 
-/// Of the keys [j0, j0 + n) that set s scores, how many from j0 on some row in the lower half
-/// of its lanes reaches under a causal mask: the keys after them, up to the diagonal, only rows
-/// of the upper half reach, and only those rows score and sum them (score_upper_half,
-/// lane_value_upper_half), so that a set of q_tile rows computes half the triangle beyond its
-/// rows' reach that it did. n where its lanes are not split: without a causal mask, on targets of
-/// fewer than four registers of queries (splits_lane_halves), for a set of at most half a tile of
-/// rows, or where the lower half reaches every key of the tile.
+/// How the keys [j0, j0 + n) that set s scores fall to the halves of its lanes under a causal
+/// mask (splits_lane_halves): the lower half's rows see none from lower_end on (past their
+/// reach), the upper half's none before upper_begin (before their windows), so that keys [0,
+/// min(upper_begin, lower_end)) are the lower half's alone, [upper_begin, lower_end) both halves'
+/// and [max(upper_begin, lower_end), n) the upper half's alone; each half scores and sums only
+/// its own (run_item), and a set of q_tile rows computes half the triangle past its rows' reach
+/// (or before their windows) that it did. `split` false (the whole tile on every lane): without
+/// a causal mask, on targets of fewer than four registers of queries, for a set of at most half
+/// a tile of rows, or where both halves see the whole tile.
+struct lane_halves {
+  bool split;
+  std::size_t upper_begin, lower_end;
+};
+
 template <class T>
-std::size_t lower_half_keys(const attention_problem<T>& p, const row_set<T>& s, std::size_t j0,
-                            std::size_t n) noexcept {
+lane_halves halves_of(const attention_problem<T>& p, const row_set<T>& s, std::size_t j0,
+                      std::size_t n) noexcept {
   constexpr std::size_t half = flash_blocking<T>::q_tile / 2;
   if (!splits_lane_halves<T> || !p.causal || !s.on_lanes() || s.rows <= half ||
-      j0 + n <= causal_key_end(p, s.min_query + 1))
-    return n;
-  std::size_t last = 0;  // the lower half's last query (a set's rows need not be in order)
+      (j0 + n <= causal_key_end(p, s.min_query + 1) && j0 >= causal_key_begin(p, s.max_query)))
+    return {false, 0, n};
+  // The lower half's last query and the upper half's first (a set's rows need not be in order).
+  std::size_t last = 0, first = std::numeric_limits<std::size_t>::max();
   for (std::size_t r = 0; r < half; ++r) last = std::max(last, s.query[r]);
-  const std::size_t reach = causal_key_end(p, last + 1);
-  return reach <= j0 ? 0 : std::min(n, reach - j0);
+  for (std::size_t r = half; r < s.rows; ++r) first = std::min(first, s.query[r]);
+  const std::size_t reach = causal_key_end(p, last + 1), begin = causal_key_begin(p, first);
+  const lane_halves h{true, begin <= j0 ? 0 : std::min(n, begin - j0),
+                      reach <= j0 ? 0 : std::min(n, reach - j0)};
+  return h.upper_begin == 0 && h.lower_end == n ? lane_halves{false, 0, n} : h;
 }
 
 /// Runs the sets of an item (started) over keys [ja, jb).
@@ -1084,13 +1095,29 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
       if (n == 0) continue;  // no weight of the tile is other than 0 for the set's rows
       if (!prepared) prepare_values(), prepared = true;
       const key_stream* set_fetch = std::exchange(fetch, nullptr);
-      const std::size_t lower = lower_half_keys(p, s, j0, n);
-      if (lower < n) {  // keys [lower, n): the upper half of the lanes alone
-        score_tile<T>(s.lanes(), lower, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
-        score_upper_half<T>(n - lower, kt + lower * p.k_row, p.k_row, s.qt, p.d_k,
-                            it.scores + lower * tile, it.top);
-        for (std::size_t j = lower; j < n; ++j)  // what mask_tile hides, written once here
-          std::fill_n(it.scores + j * tile, tile / 2, -std::numeric_limits<T>::infinity());
+      const lane_halves h = halves_of(p, s, j0, n);
+      // The halves' key ranges (halves_of): [0, lower_alone), [both, h.lower_end) (where both <
+      // h.lower_end) and [upper_alone, n).
+      const std::size_t lower_alone = std::min(h.upper_begin, h.lower_end), both = h.upper_begin,
+                        upper_alone = std::max(h.upper_begin, h.lower_end);
+      if (h.split) {
+        constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+        std::fill(it.top, it.top + tile, minus_inf);
+        // The stream's keys count from the tile's first: it goes with the range that starts there.
+        const auto score = [&](lane_half which, std::size_t from, std::size_t to) {
+          if (from < to)
+            score_lanes<T>(which, to - from, kt + from * p.k_row, p.k_row, s.qt, p.d_k,
+                           it.scores + from * tile, it.top, from == 0 ? set_fetch : nullptr);
+        };
+        score(lane_half::lower, 0, lower_alone);
+        score(lane_half::every, both, h.lower_end);
+        score(lane_half::upper, upper_alone, n);
+        // What a half does not score is -inf before mask_tile runs, so that no stale score can
+        // pass for one where its test, on positions as T, rounds (past 2^24 in float).
+        for (std::size_t j = 0; j < h.upper_begin; ++j)
+          std::fill_n(it.scores + j * tile + tile / 2, tile / 2, minus_inf);
+        for (std::size_t j = h.lower_end; j < n; ++j)
+          std::fill_n(it.scores + j * tile, tile / 2, minus_inf);
       } else if (s.on_lanes()) {
         score_tile<T>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
       } else {
@@ -1101,12 +1128,18 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
       const bool rescale = softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
         drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);
-      if (lower < n) {
-        if (lower > 0 || rescale)  // alpha, where rescaled, on every lane
-          lane_value_tile<T>(s.lanes(), p.d_v, lower, it.scores, vt, v_row,
-                             rescale ? s.alpha : nullptr, s.acc);
-        lane_value_upper_half<T>(p.d_v, n - lower, it.scores + lower * tile, vt + lower * v_row,
-                                 v_row, s.acc);
+      if (h.split) {
+        // alpha goes with the first call where that call takes every lane, else before them all.
+        const bool every_first = lower_alone == 0 && both < h.lower_end;
+        if (rescale && !every_first) rescale_lanes(s.lanes(), p.d_v, s.alpha, s.acc);
+        const auto sum = [&](lane_half which, std::size_t from, std::size_t to, const T* alpha) {
+          if (from < to)
+            lane_value_lanes<T>(which, p.d_v, to - from, it.scores + from * tile, vt + from * v_row,
+                                v_row, alpha, s.acc);
+        };
+        sum(lane_half::lower, 0, lower_alone, nullptr);
+        sum(lane_half::every, both, h.lower_end, rescale && every_first ? s.alpha : nullptr);
+        sum(lane_half::upper, upper_alone, n, nullptr);
       } else if (s.on_lanes()) {
         lane_value_tile<T>(s.lanes(), p.d_v, n, it.scores, vt, v_row, rescale ? s.alpha : nullptr,
                            s.acc);

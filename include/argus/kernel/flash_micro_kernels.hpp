@@ -517,28 +517,38 @@ inline void score_tile(std::size_t lanes, std::size_t n, const T* k, std::size_t
   });
 }
 
-/// The upper half of a full query tile's lanes (q_vectors / 2 registers from lane q_tile / 2),
-/// for targets of four registers of queries (AVX-512): under a causal mask the keys of a tile
-/// that only the rows of that half reach are scored (score_upper_half) and summed into the
-/// output (lane_value_upper_half) for those rows alone, halving the masked triangle a tile
-/// of q_tile rows computes on its diagonal. Each runs the half-empty tile's kernels (q_vectors
-/// / 2 registers) on pointers moved by half a tile: nothing more is compiled.
+/// The lanes of a full query tile by halves, for targets of four registers of queries
+/// (AVX-512): under a causal mask the keys of a tile that only the rows of one half of its
+/// lanes see (past the lower half's reach, or before the upper half's window) are scored
+/// (score_lanes) and summed into the output (lane_value_lanes) for that half alone, halving the
+/// triangle beyond its rows' keys that a tile of q_tile rows computes on each diagonal. A half
+/// runs the half-empty tile's kernels (q_vectors / 2 registers) on pointers moved by half a
+/// tile: nothing more is compiled.
 template <class T>
 inline constexpr bool splits_lane_halves = flash_blocking<T>::q_vectors >= 4;
 
-/// score_tile for n keys from k, the upper half of the lanes only: st's and top's lanes of
-/// that half; top is raised, not reset (it continues the tile's maxima).
+/// Which lanes of a tile a call takes: the lower half, the upper half, or every lane.
+enum class lane_half : unsigned char { lower, upper, every };
+
+/// score_tile for n keys from k on the lanes `which` takes (lane_half::every: q_tile lanes),
+/// st's and top's lanes of them; top is raised, not reset (score_tile resets it). With `stream`
+/// (n keys from the tile's first), fetching ahead as score_tile does.
 template <class T>
-inline void score_upper_half(std::size_t n, const T* k, std::size_t k_row, const T* qt,
-                             std::size_t d_k, T* st, T* top) noexcept {
+inline void score_lanes(lane_half which, std::size_t n, const T* k, std::size_t k_row, const T* qt,
+                        std::size_t d_k, T* st, T* top, const key_stream* stream) noexcept {
   using blocking = flash_blocking<T>;
   constexpr std::size_t qv = blocking::q_vectors, half = blocking::q_tile / 2;
-  if constexpr (splits_lane_halves<T>)  // else never called (lower_half_keys)
+  if constexpr (splits_lane_halves<T>) {  // else never called (flash_attention.hpp, halves_of)
     with_fixed_width(d_k, [&]<std::size_t D>(std::integral_constant<std::size_t, D>) {
-      score_columns<T, qv / 2, D>(n, k, k_row, qt + half, d_k, st + half, top + half, nullptr);
+      if (which == lane_half::every)
+        return score_columns<T, qv, D>(n, k, k_row, qt, d_k, st, top, stream);
+      const std::size_t at = which == lane_half::upper ? half : 0;
+      score_columns<T, qv / 2, D>(n, k, k_row, qt + at, d_k, st + at, top + at, stream);
     });
-  else
-    (void)n, (void)k, (void)k_row, (void)qt, (void)d_k, (void)st, (void)top;
+  } else {
+    (void)which, (void)n, (void)k, (void)k_row, (void)qt, (void)d_k, (void)st, (void)top,
+        (void)stream;
+  }
 }
 
 /// The scores of R rows against keys [0, n), as score_dots says, R rows (q[0..R)) and w / R
@@ -967,16 +977,32 @@ inline void lane_value_tile(std::size_t lanes, std::size_t d_v, std::size_t n, c
   lane_value_columns<T, qv>(d_v, n, p, v, v_row, alpha, acc);
 }
 
-/// lane_value_tile for n keys, the upper half of the lanes only (splits_lane_halves), with
-/// no rescale: the tile's call for its other keys applied alpha to every lane.
+/// lane_value_tile for n keys on the lanes `which` takes (score_lanes); alpha (null: no
+/// rescale) for those lanes, indexed as the tile's.
 template <class T>
-inline void lane_value_upper_half(std::size_t d_v, std::size_t n, const T* p, const T* v,
-                                  std::size_t v_row, T* acc) noexcept {
+inline void lane_value_lanes(lane_half which, std::size_t d_v, std::size_t n, const T* p,
+                             const T* v, std::size_t v_row, const T* alpha, T* acc) noexcept {
   constexpr std::size_t qv = flash_blocking<T>::q_vectors, half = flash_blocking<T>::q_tile / 2;
-  if constexpr (splits_lane_halves<T>)  // else never called (lower_half_keys)
-    lane_value_columns<T, qv / 2>(d_v, n, p + half, v, v_row, nullptr, acc + half);
-  else
-    (void)d_v, (void)n, (void)p, (void)v, (void)v_row, (void)acc;
+  if constexpr (splits_lane_halves<T>) {  // else never called (flash_attention.hpp, halves_of)
+    if (which == lane_half::every)
+      return lane_value_columns<T, qv>(d_v, n, p, v, v_row, alpha, acc);
+    const std::size_t at = which == lane_half::upper ? half : 0;
+    lane_value_columns<T, qv / 2>(d_v, n, p + at, v, v_row, alpha != nullptr ? alpha + at : nullptr,
+                                  acc + at);
+  } else {
+    (void)which, (void)d_v, (void)n, (void)p, (void)v, (void)v_row, (void)alpha, (void)acc;
+  }
+}
+
+/// acc^T (D_V, Q_TILE) *= alpha on the first `lanes` lanes (whole registers): the rescale of a tile whose first value call does
+/// not take every lane (lane_value_lanes); the same values as lane_value_block's.
+template <class T>
+inline void rescale_lanes(std::size_t lanes, std::size_t d_v, const T* alpha, T* acc) noexcept {
+  using V = simd<T>;
+  constexpr std::size_t w = V::width, tile = flash_blocking<T>::q_tile;
+  for (std::size_t c = 0; c < d_v; ++c)
+    for (std::size_t r = 0; r < lanes; r += w)
+      (V::load(acc + c * tile + r) * V::load(alpha + r)).store(acc + c * tile + r);
 }
 
 }  // namespace detail

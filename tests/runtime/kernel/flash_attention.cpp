@@ -47,6 +47,8 @@ using argus::kernel::attention_problem;
 struct config {
   std::size_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_kv = 1, d_k = 4, d_v = 4;
   bool causal = false;
+  std::size_t window = 0;  // > 0 (with causal): query i sees keys i + causal_offset - window < j
+  std::ptrdiff_t causal_offset = 0;         // with causal: query i sees keys j <= i + causal_offset
   double key_ignore_rate = 0;               // > 0: a key_ignore mask with this density
   double ignore_rate = 0;                   // > 0: an (i, j) ignore mask with this density
   bool additive = false;                    // an additive mask, values in [-3, 3] and a few -inf
@@ -63,6 +65,8 @@ struct config {
     std::ostringstream s;
     s << "B=" << batch << " h=" << heads << "/" << kv_heads << " n_q=" << seq_q
       << " n_kv=" << seq_kv << " d_k=" << d_k << " d_v=" << d_v << (causal ? " causal" : "")
+      << (causal ? " offset " + std::to_string(causal_offset) : "")
+      << (window > 0 ? " window " + std::to_string(window) : "")
       << " key_ignore=" << key_ignore_rate << " ignore=" << ignore_rate
       << (additive ? " additive" : "") << (broadcast_masks ? " broadcast" : "")
       << (projection_layout ? " (B,S,H*D)" : " (B,H,S,D)") << " pad=" << pad
@@ -123,6 +127,8 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
   p.o = o.data(), p.o_batch = lo.batch_stride, p.o_head = lo.head_stride, p.o_row = lo.row_stride;
   p.scale = c.integer_inputs ? T(8) : static_cast<T>(1.0 / std::sqrt(static_cast<double>(c.d_k)));
   p.causal = c.causal;
+  p.causal_offset = c.causal_offset;
+  if (c.window > 0) p.causal_window = c.window;
 
   std::vector<std::uint8_t> key_ignore, ignore;
   std::vector<T> additive;
@@ -181,7 +187,11 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
           s *= static_cast<double>(p.scale);
           if (p.additive) s += additive[b * p.add_batch + h * p.add_head + i * p.add_row + j];
           const bool masked =
-              (c.causal && j > i) || (p.key_ignore && key_ignore[b * p.key_ignore_batch + j]) ||
+              (c.causal &&
+               (static_cast<std::ptrdiff_t>(j) > static_cast<std::ptrdiff_t>(i) + c.causal_offset ||
+                (c.window > 0 && static_cast<std::ptrdiff_t>(j + c.window) <=
+                                     static_cast<std::ptrdiff_t>(i) + c.causal_offset))) ||
+              (p.key_ignore && key_ignore[b * p.key_ignore_batch + j]) ||
               (p.ignore && ignore[b * p.ignore_batch + h * p.ignore_head + i * p.ignore_row + j]);
           logits[j] = masked ? minus_inf : s;
           top = std::max(top, logits[j]);
@@ -713,6 +723,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(causal_diagonal_tiles_split_their_lanes, T, scalar
         config c;
         c.heads = 2, c.kv_heads = 1, c.seq_q = n, c.seq_kv = n, c.d_k = d, c.d_v = d;
         c.causal = true, c.rise = rise, c.threads = 1 + n % 2;
+        check<T>(c, rng);
+      }
+}
+
+// The same at a window's start, where the keys before the upper half's windows are the lower
+// half's alone: windows shorter than half a tile (keys that neither half's rows see between the
+// two), about a tile and longer, diagonals off the main one (causal_offset), falling and rising
+// logits (a rescale with keys of the lower half's alone first in the tile).
+BOOST_AUTO_TEST_CASE_TEMPLATE(causal_windows_split_their_lanes, T, scalar_types) {
+  std::mt19937_64 rng(31);
+  for (std::size_t window : {5, 40, 100, 190})
+    for (std::ptrdiff_t offset : {0, 7, -20})
+      for (double rise : {0.0, 0.6, -0.6}) {
+        config c;
+        c.heads = 2, c.kv_heads = 1, c.seq_q = 230, c.seq_kv = 250, c.d_k = 64, c.d_v = 64;
+        c.causal = true, c.window = window, c.causal_offset = offset, c.rise = rise;
+        c.threads = 1 + window % 2;
         check<T>(c, rng);
       }
 }
