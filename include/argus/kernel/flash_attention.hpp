@@ -21,7 +21,9 @@
 // causal_offset, 0 top-left aligned, seq_kv − seq_q bottom-right, and, with a window, j > i +
 // causal_offset − causal_window) starts the key loop at the first key any row of the item may
 // see and ends it after the last, skips the tiles outside each tile's band and is tested only on
-// the tiles that cross its edges. The boolean masks skip what they ignore whole too: a key
+// the tiles that cross its edges; on those, with four registers of queries (AVX-512), each half
+// of a query tile's rows scores and sums only the keys its rows may see (halves_of). The
+// boolean masks skip what they ignore whole too: a key
 // tile of padding only (ignore_keys), a tile whose every pair a set of rows ignores
 // (ignore_where, a count of its bytes first; where it ignores none it is not applied), a tile
 // a kind of one's own says it ignores (ignores_block): a skipped tile would have added 0 to
