@@ -994,8 +994,9 @@ inline void lane_value_lanes(lane_half which, std::size_t d_v, std::size_t n, co
   }
 }
 
-/// acc^T (D_V, Q_TILE) *= alpha on the first `lanes` lanes (whole registers): the rescale of a tile whose first value call does
-/// not take every lane (lane_value_lanes); the same values as lane_value_block's.
+/// acc^T (D_V, Q_TILE) *= alpha on the first `lanes` lanes (whole registers): the rescale of a tile
+/// whose first value call does not take every lane (lane_value_lanes); the same values as
+/// lane_value_block's.
 template <class T>
 inline void rescale_lanes(std::size_t lanes, std::size_t d_v, const T* alpha, T* acc) noexcept {
   using V = simd<T>;
