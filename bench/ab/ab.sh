@@ -28,7 +28,9 @@
 # weights do (main.cpp). ARGUS_AB_LDB=N lays the gemm and packed workloads' B out with rows N
 # elements apart (N >= n; n if unset). ARGUS_AB_WINDOW=W gives the causal mask of the attention,
 # backward and mha workloads a sliding window: each query sees its last W keys (the flops and
-# shares of the peak count the pairs inside it).
+# shares of the peak count the pairs inside it). ARGUS_AB_HEADS=split lays the attention and
+# backward workloads' Q, K, V and O out as split-heads views of (1, n, h·d) matrices, rows h·d
+# apart, as bench/'s BM_core does (each head's rows one after the other if unset).
 # --peak after the workload: every round also measures the FMA peak of its thread count, and
 # each side's median share of the peak of its own round is reported (WORKTREE WORKTREE with
 # --peak: one revision's % of peak, measured so that the host's drift moves it least).

@@ -139,6 +139,17 @@ std::size_t causal_window() {
   return std::size_t(w);
 }
 
+/// Whether the attention and backward workloads' operands are split-heads views (ARGUS_AB_HEADS:
+/// `split`, rows h · d apart, as BM_core's; `contiguous`, each head's rows one after the other,
+/// the default).
+bool split_heads() {
+  const char* s = std::getenv("ARGUS_AB_HEADS");
+  if (s == nullptr || std::strcmp(s, "contiguous") == 0) return false;
+  if (std::strcmp(s, "split") == 0) return true;
+  std::fprintf(stderr, "ARGUS_AB_HEADS=%s: split or contiguous\n", s);
+  std::exit(2);
+}
+
 /// The share of the n × n pairs that the problem computes: 1, or under causal the pairs (i, j)
 /// with j <= i within the window, Σ_i min(i + 1, W), over n² (1/2 without a window, as counted
 /// before windows: n²/2 rather than n(n + 1)/2).
@@ -265,6 +276,7 @@ int main(int argc, char** argv) {
                         : decode                      ? 128
                                                       : 64;
   if (d == 0) return usage();
+  (void)split_heads();  // ARGUS_AB_HEADS checked before the first round
   const std::size_t width = split ? std::strtoul(argv[4], nullptr, 10) : 512;
   const std::size_t d_k = split ? std::strtoul(argv[5], nullptr, 10) : 0;
   if (split && (width == 0 || d_k == 0 || width % d_k != 0)) return usage();
@@ -452,6 +464,7 @@ int main(int argc, char** argv) {
     if (!gemm && !mha) std::printf(" %zu", d);
     std::printf(" %s %zu%s", gemm ? "m" : "n", n, causal ? " causal" : "");
     if (causal && causal_window() != 0) std::printf(" window %zu", causal_window());
+    if (!gemm && !mha && split_heads()) std::printf(", split heads (rows %zu apart)", heads * d);
     std::printf(", %d thread(s), %d rounds of %d call(s)\n", threads, rounds, reps);
   }
   std::printf("  A: median %.3f ms (min %.3f), %.1f GFLOP/s\n", quantile(ta, 0.5),

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <new>
@@ -21,16 +22,21 @@
 
 namespace {
 /// The problem of argus_ab_attention_* (h heads of n queries and n keys of width d, each (1, h,
-/// n, d) contiguous), writing each row's log-sum-exp into lse (h, n).
+/// n, d) contiguous, or with ARGUS_AB_HEADS=split (main.cpp checks it) (1, n, h, d): split-heads
+/// views of a (1, n, h · d) matrix, rows h · d apart, as bench/'s BM_core lays them), writing
+/// each row's log-sum-exp into lse (h, n).
 argus::kernel::attention_problem<float> ab_problem(std::size_t n, std::size_t h, std::size_t d,
                                                    bool causal, const float* q, const float* k,
                                                    const float* v, float* o, float* lse) {
   argus::kernel::attention_problem<float> p{};
   p.batch = 1, p.heads = h, p.kv_heads = h, p.seq_q = n, p.seq_kv = n, p.d_k = d, p.d_v = d;
-  p.q = q, p.q_batch = h * n * d, p.q_head = n * d, p.q_row = d;
-  p.k = k, p.k_batch = h * n * d, p.k_head = n * d, p.k_row = d;
-  p.v = v, p.v_batch = h * n * d, p.v_head = n * d, p.v_row = d;
-  p.o = o, p.o_batch = h * n * d, p.o_head = n * d, p.o_row = d;
+  const char* heads = std::getenv("ARGUS_AB_HEADS");
+  const bool split = heads != nullptr && std::strcmp(heads, "split") == 0;
+  const std::size_t head = split ? d : n * d, row = split ? h * d : d;
+  p.q = q, p.q_batch = h * n * d, p.q_head = head, p.q_row = row;
+  p.k = k, p.k_batch = h * n * d, p.k_head = head, p.k_row = row;
+  p.v = v, p.v_batch = h * n * d, p.v_head = head, p.v_row = row;
+  p.o = o, p.o_batch = h * n * d, p.o_head = head, p.o_row = row;
   p.lse = lse, p.lse_batch = h * n, p.lse_head = n;
   p.scale = 1.0f / std::sqrt(float(d));
   p.causal = causal;
