@@ -2,7 +2,9 @@
 //
 // Shapes: batch 1, 8 heads, d_k = d_v = 64, Q/K/V/O as (B, H, S, D), fp32. Arguments are
 // (n, threads, causal) for prefill, seq_q = seq_kv = n; and (seq_kv, threads) for decode,
-// seq_q = 1. Other head widths (docs/performance.md, "Key tiles of wide heads"), 1 thread:
+// seq_q = 1. flash_attention_double/<n>/<threads>/<causal> is the prefill in double, its
+// peak_pct against half the float peak (docs/performance.md, "Double's exponential in
+// registers"). Other head widths (docs/performance.md, "Key tiles of wide heads"), 1 thread:
 //   flash_attention_width/<n>/<d>           prefill, 8 heads of d
 //   flash_decode_width/<seq_kv>/<d>/<h>/<kv_h>  one query, h heads over kv_h K/V heads of d
 // and, on 1 and 2 threads, decoding in a model (each call over the next layer's K/V cache, so
@@ -66,9 +68,10 @@ double peak_gflops(int threads) {
   return it->second;
 }
 
+template <class T = float>
 struct attention_data {
-  std::vector<float> q, k, v, o;  // Q, O (1, H, SEQ_Q, W); K, V (1, KV_H, SEQ_KV, W)
-  argus::kernel::attention_problem<float> p{};
+  std::vector<T> q, k, v, o;  // Q, O (1, H, SEQ_Q, W); K, V (1, KV_H, SEQ_KV, W)
+  argus::kernel::attention_problem<T> p{};
 
   attention_data(std::size_t seq_q, std::size_t seq_kv, bool causal, std::size_t h = heads,
                  std::size_t kv_h = heads, std::size_t w = d)
@@ -76,21 +79,24 @@ struct attention_data {
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (auto* t : {&q, &k, &v})
-      for (float& x : *t) x = u(rng);
+      for (T& x : *t) x = u(rng);
     p.batch = 1, p.heads = h, p.kv_heads = kv_h, p.seq_q = seq_q, p.seq_kv = seq_kv, p.d_k = w,
     p.d_v = w;
     p.q = q.data(), p.q_batch = h * seq_q * w, p.q_head = seq_q * w, p.q_row = w;
     p.k = k.data(), p.k_batch = kv_h * seq_kv * w, p.k_head = seq_kv * w, p.k_row = w;
     p.v = v.data(), p.v_batch = kv_h * seq_kv * w, p.v_head = seq_kv * w, p.v_row = w;
     p.o = o.data(), p.o_batch = h * seq_q * w, p.o_head = seq_q * w, p.o_row = w;
-    p.scale = 1.0f / std::sqrt(float(w));
+    p.scale = T(1) / std::sqrt(T(w));
     p.causal = causal;
   }
 };
 
-/// Times flash_attention(data.p), `before` called ahead of each call (untimed).
-template <class Before>
-void run(benchmark::State& state, attention_data& data, int threads, double flops, Before before) {
+/// Times flash_attention(data.p), `before` called ahead of each call (untimed). The peak of T:
+/// the measured float peak times sizeof(float) / sizeof(T) (the same FMAs, half the lanes in
+/// double).
+template <class T, class Before>
+void run(benchmark::State& state, attention_data<T>& data, int threads, double flops,
+         Before before) {
   argus::set_num_threads(static_cast<std::size_t>(threads));
   argus::kernel::flash_attention(data.p);  // warm the pool and the caches
   double seconds = 0;
@@ -107,21 +113,25 @@ void run(benchmark::State& state, attention_data& data, int threads, double flop
   }
   argus::set_num_threads(0);
   const double total = flops * 1e-9 * double(state.iterations());
-  const double peak = peak_gflops(threads);
+  const double lanes = double(sizeof(float)) / double(sizeof(T));
+  const double peak = peak_gflops(threads) * lanes;
   state.counters["GFLOPS"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_pct"] = 100.0 * total / seconds / peak;
   state.counters["peak_GFLOPS"] = peak;
-  state.counters["cpu_peak_pct"] = 100.0 * total / (double(cpu) / CLOCKS_PER_SEC) / peak_gflops(1);
+  state.counters["cpu_peak_pct"] =
+      100.0 * total / (double(cpu) / CLOCKS_PER_SEC) / (peak_gflops(1) * lanes);
 }
 
-void run(benchmark::State& state, attention_data& data, int threads, double flops) {
+template <class T>
+void run(benchmark::State& state, attention_data<T>& data, int threads, double flops) {
   run(state, data, threads, flops, [] {});
 }
 
-/// Prefill, seq_q = seq_kv = n, 8 heads of width w.
+/// Prefill, seq_q = seq_kv = n, 8 heads of width w, in T.
+template <class T = float>
 void prefill(benchmark::State& state, std::size_t n, int threads, bool causal, std::size_t w) {
-  attention_data data(n, n, causal, heads, heads, w);
+  attention_data<T> data(n, n, causal, heads, heads, w);
   run(state, data, threads, 4.0 * heads * double(n) * double(n) * double(w) * (causal ? 0.5 : 1.0));
 }
 
@@ -198,6 +208,9 @@ void flash_decode(benchmark::State& state) {
 }
 void flash_attention_width(benchmark::State& state) {
   prefill(state, arg(state, 0), 1, false, arg(state, 1));
+}
+void flash_attention_double(benchmark::State& state) {
+  prefill<double>(state, arg(state, 0), int(arg(state, 1)), arg(state, 2) != 0, d);
 }
 void flash_decode_width(benchmark::State& state) {
   decode(state, arg(state, 0), 1, arg(state, 2), arg(state, 3), arg(state, 1));
@@ -318,6 +331,12 @@ BENCHMARK(flash_attention)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
+BENCHMARK(flash_attention_double)
+    ->Args({1024, 1, 0})
+    ->Args({1024, 1, 1})
+    ->Args({1024, 2, 0})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(flash_item_parts)->Arg(1024)->Arg(4096)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(flash_tile_parts)
     ->Arg(30)

@@ -150,9 +150,22 @@ inline constexpr float exp2_fraction_coefficients[] = {2.171500964e-4f,
                                                        6.931470037e-1f,
                                                        1.0f};
 
+/// double: 2^r = 1 + r · q(r) on r = x - round(x) in [-1/2, 1/2], q of degree 10 the Chebyshev
+/// interpolant of (2^r - 1) / r at 11 nodes, computed to 80 digits (its series, no cancellation
+/// at r near 0) and rounded to double by tools/exp2_double_fit.py (ctest tools.exp2_double_fit:
+/// these are its output); p(0) = 1 exactly. Evaluated as exp2_nonpositive does (FMA,
+/// the reduction below) against exp2l over 2e7 arguments in [-60, 8] and those next to each
+/// integer and half-integer down to -1021: worst 0.89 ulp, rms 0.30 ulp (glibc's exp2 0.51);
+/// degree 10 was 4.4 ulp at worst, degree 12 no better than 11 (docs/performance.md, "Double's
+/// exponential in registers").
+inline constexpr double exp2_double_coefficients[] = {
+    4.4549605981865186e-10, 7.072585949269223e-09, 1.0178062445845774e-07, 1.321544258792169e-06,
+    1.525273382983612e-05,  0.0001540353044173605, 0.0013333558146416936,  0.009618129107606888,
+    0.0555041086648216,     0.24022650695910097,   0.6931471805599453,     1.0};
+
 /// p(r) lane-wise for the coefficients c (highest degree first), N registers at once.
-template <class V, std::size_t N, std::size_t K>
-[[gnu::always_inline]] inline void exp2_polynomial(const float (&c)[K], const V (&r)[N],
+template <class V, class S, std::size_t N, std::size_t K>
+[[gnu::always_inline]] inline void exp2_polynomial(const S (&c)[K], const V (&r)[N],
                                                    V (&p)[N]) noexcept {
 #pragma GCC unroll 8
   for (std::size_t i = 0; i < N; ++i) p[i] = fma(V::broadcast(c[0]), r[i], V::broadcast(c[1]));
@@ -160,6 +173,61 @@ template <class V, std::size_t N, std::size_t K>
   for (std::size_t k = 2; k < K; ++k)
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < N; ++i) p[i] = fma(p[i], r[i], V::broadcast(c[k]));
+}
+
+/// The constants of exp2_nonpositive's way without AVX-512's instructions, by element type:
+/// adding `shifter` (1.5 · 2^mantissa_bits + bias) rounds x to an integer n and leaves n + bias
+/// in the low mantissa bits, from which a shift makes 2^n; x is first clamped to `lowest` (-bias),
+/// where 2^n is +0; p, the centred polynomial.
+template <class T>
+struct exp2_by_shifting;
+template <>
+struct exp2_by_shifting<float> {
+  using bits = std::uint32_t __attribute__((vector_size(simd_bytes)));  // a register's lanes
+  static constexpr int mantissa_bits = 23;
+  static constexpr float shifter = 12582912.0f + 127.0f, lowest = -127.0f;
+  static constexpr const auto& coefficients = exp2_centred_coefficients;
+};
+template <>
+struct exp2_by_shifting<double> {
+  using bits = std::uint64_t __attribute__((vector_size(simd_bytes)));
+  static constexpr int mantissa_bits = 52;
+  static constexpr double shifter = 6755399441055744.0 + 1023.0, lowest = -1023.0;
+  static constexpr const auto& coefficients = exp2_double_coefficients;
+};
+
+/// 2^x lane-wise, N registers at once, by exp2_by_shifting<T>'s constants (exp2_nonpositive).
+template <class T, std::size_t N>
+[[gnu::always_inline]] inline void exp2_shifted(simd<T> (&x)[N]) noexcept {
+  using C = exp2_by_shifting<T>;
+  using V = simd<T>;
+  V n[N], r[N], p[N];  // n: n + shifter
+  const V shifter = V::broadcast(C::shifter);
+  V lowest = V::broadcast(C::lowest);
+  // Opaque to the optimiser, so that max(lowest, x) stays one max instruction (with a
+  // known constant, GCC swaps the comparison and emits a compare and a blend).
+#if defined(__x86_64__) || defined(__i386__)
+  asm("" : "+v"(lowest.v));
+#endif
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < N; ++i) x[i] = max(lowest, x[i]);  // NaN: max returns x[i]
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < N; ++i) n[i] = x[i] + shifter;
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - (n[i] - shifter);
+  exp2_polynomial(C::coefficients, r, p);
+  // The lanes' bits: a vector type of a specialisation (a dependent vector_size would be dropped).
+  using U = typename C::bits;
+  static_assert(sizeof(U) == sizeof(typename V::native));
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < N; ++i) {
+    U bits;
+    std::memcpy(&bits, &n[i].v, sizeof bits);
+    bits <<= C::mantissa_bits;  // n + bias in the exponent field, 0 in the mantissa: 2^n
+    V scale;
+    std::memcpy(&scale.v, &bits, sizeof bits);
+    x[i] = p[i] * scale;
+  }
 }
 
 /// 2^x lane-wise for x <= 8 (the construction holds below 128): the softmax's arguments,
@@ -183,13 +251,17 @@ template <class V, std::size_t N, std::size_t K>
 /// The last two agree to the bit but at half-integer x, where the first rounds n to even and
 /// the second n + 127 (equally exact reductions, results within an ulp; docs/performance.md,
 /// "The exponential with vscalefps"); the first differs from them by about an ulp (another
-/// polynomial). double: std::exp2 per lane.
+/// polynomial). double, every target: the last way with a degree-11 polynomial
+/// (exp2_double_coefficients; within 0.9 ulp of 2^x, 1.2 without FMA), 17 vector operations,
+/// 12 of them FMAs or products; -inf and every x < -1022.5 give exactly 0, x down to -1022 a
+/// normal number. (Until 2026-12-03 std::exp2 lane by lane: the loop nest in double took 3.5
+/// times as long as in float, about 2.1 times since.)
 template <class T, std::size_t N>
 [[gnu::always_inline]] inline void exp2_nonpositive(simd<T> (&x)[N]) noexcept {
   if constexpr (std::is_same_v<T, float>) {
+#if defined(__AVX512F__)
     using V = simd<float>;  // not simd<T>: a dependent vector_size would be dropped
     V r[N], p[N];
-#if defined(__AVX512F__)
     const V floor = V::broadcast(-126.5f);
 #if defined(__AVX512DQ__)
 #pragma GCC unroll 8
@@ -208,37 +280,11 @@ template <class T, std::size_t N>
     for (std::size_t i = 0; i < N; ++i) x[i] = scale_by_exp2(p[i], n[i], x[i], floor);
 #endif
 #else
-    V n[N];  // n + 1.5 · 2^23 + 127
-    // 1.5 · 2^23 + 127: adding it rounds to an integer and leaves n + 127 in the low bits.
-    const V shifter = V::broadcast(12582912.0f + 127.0f);
-    V lowest = V::broadcast(-127.0f);
-    // Opaque to the optimiser, so that max(lowest, x) stays one max instruction (with a
-    // known constant, GCC swaps the comparison and emits a compare and a blend).
-#if defined(__x86_64__) || defined(__i386__)
-    asm("" : "+x"(lowest.v));
-#endif
-#pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) x[i] = max(lowest, x[i]);  // NaN: max returns x[i]
-#pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) n[i] = x[i] + shifter;
-#pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) r[i] = x[i] - (n[i] - shifter);
-    exp2_polynomial(exp2_centred_coefficients, r, p);
-    using U = std::uint32_t __attribute__((vector_size(sizeof(V::native))));
-    static_assert(sizeof(U) == sizeof(V::native));
-#pragma GCC unroll 8
-    for (std::size_t i = 0; i < N; ++i) {
-      U bits;
-      std::memcpy(&bits, &n[i].v, sizeof bits);
-      bits <<= 23;  // n + 127 in the exponent field, 0 in the mantissa: 2^n (+0 for n = -127)
-      V scale;
-      std::memcpy(&scale.v, &bits, sizeof bits);
-      x[i] = p[i] * scale;
-    }
+    exp2_shifted(x);
 #endif
   } else {
-    for (std::size_t i = 0; i < N; ++i)
-      for (std::size_t u = 0; u < simd<T>::width; ++u) x[i].v[u] = std::exp2(x[i].v[u]);
+    static_assert(std::is_same_v<T, double>);
+    exp2_shifted(x);
   }
 }
 
