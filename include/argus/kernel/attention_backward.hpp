@@ -253,17 +253,8 @@ void attention_unfused(const attention_problem<T>& p) {
     }
     T* s = detail::unfused_scratch<T>(p.seq_q * p.seq_kv).data();  // (SEQ_Q,SEQ_KV)
     detail::unfused_probabilities(p, b, h, s);
-    if (p.lse != nullptr)
-      for (std::size_t i = 0; i < p.seq_q; ++i) {
-        const T* row = s + i * p.seq_kv;
-        const T m = *std::max_element(row, row + p.seq_kv);
-        T sum = T(0);
-        if (m != minus_inf)
-          for (std::size_t j = 0; j < p.seq_kv; ++j) sum += std::exp(row[j] - m);
-        p.lse[b * p.lse_batch + h * p.lse_head + i] =
-            m == minus_inf ? minus_inf : m + std::log(sum);
-      }
-    softmax_rows(s, p.seq_q, p.seq_kv, p.seq_kv);
+    detail::softmax_rows_lse(s, p.seq_q, p.seq_kv, p.seq_kv,
+                             p.lse != nullptr ? p.lse + b * p.lse_batch + h * p.lse_head : nullptr);
     const attention_dropout<T> drop(p.dropout_rate, p.dropout_seed);
     if (drop.active())
       for (std::size_t i = 0; i < p.seq_q; ++i)

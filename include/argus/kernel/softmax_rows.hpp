@@ -7,6 +7,7 @@
 #include "argus/kernel/entry_points.hpp"
 #include "argus/kernel/simd.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <type_traits>
@@ -28,7 +29,17 @@ inline namespace ARGUS_KERNEL_ISA_NAMESPACE {
 /// the tail. The tail goes through the same vector exp(), so an entry's value does not
 /// depend on its position in the row.
 template <class T>
-void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
+void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds);
+
+namespace detail {
+
+/// softmax_rows, and where lse is not null each row's log-sum-exp, lse[r] = m + ln Σ_j e^(s[r][j]
+/// - m), from the same maximum and sum (-inf for a row of -inf entries or an empty one, NaN where
+/// the row becomes NaN): the unfused forward's lse for training (attention_unfused), which took a
+/// pass of std::exp of its own over the scores (docs/performance.md, "The unfused forward's
+/// log-sum-exp from its softmax").
+template <class T>
+void softmax_rows_lse(T* s, std::size_t rows, std::size_t cols, std::size_t lds, T* lse) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "argus::kernel::softmax_rows<T> is defined for float and double");
   using V = simd<T>;
@@ -59,6 +70,7 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
       for (std::size_t c = 0; c < cols; ++c) nan = nan || row[c] != row[c];
       for (std::size_t c = 0; c < cols; ++c)
         row[c] = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+      if (lse != nullptr) lse[r] = nan ? std::numeric_limits<T>::quiet_NaN() : minus_inf;
       continue;
     }
 
@@ -85,6 +97,7 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
       sum[1] += e;
     }
     const T total = reduce_add((sum[0] + sum[1]) + (sum[2] + sum[3]));
+    if (lse != nullptr) lse[r] = row_max + std::log(total);
 
     // Pass 3: scale by 1 / sum (total >= 1: the maximum contributed e^0).
     const V inv = V::broadcast(T(1) / total);
@@ -92,6 +105,13 @@ void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
     for (; j < full; j += w) (V::load(row + j) * inv).store(row + j);
     if (tail) (V::load_partial(row + full, tail) * inv).store_partial(row + full, tail);
   }
+}
+
+}  // namespace detail
+
+template <class T>
+void softmax_rows(T* s, std::size_t rows, std::size_t cols, std::size_t lds) {
+  detail::softmax_rows_lse(s, rows, cols, lds, static_cast<T*>(nullptr));
 }
 
 // This header's entry points, declared for the program's use of the kernels
