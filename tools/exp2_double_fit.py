@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-"""The coefficients of exp2_nonpositive's polynomial for double (flash_micro_kernels.hpp,
-exp2_double_coefficients): 2^r = 1 + r * q(r) on r in [-1/2, 1/2], q of degree DEGREE - 1 the
-Chebyshev interpolant of (2^r - 1) / r, computed with 80 significant digits (q's values by their
-series, so that nothing cancels at r near 0) and rounded to double.
+"""The coefficients of argus's polynomials for double's exponentials, p(r) = 1 + r * q(r), q of
+degree DEGREE - 1 the Chebyshev interpolant of (p's function - 1) / r, computed with 80
+significant digits (q's values by their series, so that nothing cancels at r near 0) and rounded
+to double:
 
-    python3 tools/exp2_double_fit.py                  # print the coefficients, highest degree first
-    python3 tools/exp2_double_fit.py --check HEADER   # exit 1 unless HEADER's array holds them
+    exp2_double_coefficients (kernel/flash_micro_kernels.hpp, exp2_nonpositive, the fused loop
+        nests): 2^r on r in [-1/2, 1/2];
+    exp_double_coefficients (kernel/simd.hpp, exp, the unfused softmax): e^r on |r| <= ln2/2.
 
-ctest tools.exp2_double_fit runs the check against include/argus/kernel/flash_micro_kernels.hpp.
-(docs/performance.md, "Double's exponential in registers": degree 11, the header's, is within 0.9
-ulp of 2^x as the kernel evaluates it; degree 10 4.4 ulp, degree 12 no better than 11.)
+    python3 tools/exp2_double_fit.py                  # print each array, highest degree first
+    python3 tools/exp2_double_fit.py --check KERNEL   # exit 1 unless the headers in the directory
+                                                      # KERNEL (include/argus/kernel) hold them
+
+ctest tools.exp2_double_fit runs the check. Degree 11 for both: within 0.9 ulp of the function as
+the kernels evaluate it; degree 10 4.4 ulp for 2^x, degree 12 no better than 11 for either
+(docs/performance.md, "Double's exponential in registers" and "The unfused softmax's exponential
+in double").
 """
 import argparse
+import os
 import re
 import sys
 from decimal import Decimal, getcontext
@@ -21,15 +28,18 @@ getcontext().prec = 80
 LN2 = Decimal(2).ln()
 
 
-def q_of(r):
-    """(2^r - 1) / r = sum_{k >= 1} ln2^k r^(k - 1) / k!, to the context's precision."""
-    total, term, k = Decimal(0), LN2, 1
-    while True:
-        bigger = total + term
-        if bigger == total:
-            return total
-        total, k = bigger, k + 1
-        term = term * r * LN2 / k
+def series_q(base_log):
+    """r -> (b^r - 1) / r = sum_{k >= 1} L^k r^(k - 1) / k! for L = ln b, to the context's
+    precision."""
+    def q_of(r):
+        total, term, k = Decimal(0), base_log, 1
+        while True:
+            bigger = total + term
+            if bigger == total:
+                return total
+            total, k = bigger, k + 1
+            term = term * r * base_log / k
+    return q_of
 
 
 def cos(x):
@@ -58,10 +68,11 @@ def pi():
     return 4 * (4 * arctan_inverse(5) - arctan_inverse(239))
 
 
-def coefficients(degree=DEGREE):
-    """p's coefficients as doubles, highest degree first, the last 1."""
+def coefficients(q_of, half_width, degree=DEGREE):
+    """p's coefficients as doubles, highest degree first, the last 1: q interpolated at the
+    Chebyshev nodes of [-half_width, half_width]."""
     nodes_count = degree  # q has degree - 1, so degree nodes
-    nodes = [Decimal("0.5") * cos(pi() * (2 * j + 1) / (2 * nodes_count)) for j in range(nodes_count)]
+    nodes = [half_width * cos(pi() * (2 * j + 1) / (2 * nodes_count)) for j in range(nodes_count)]
     # The Vandermonde system for q's monomial coefficients, solved by Gauss-Jordan elimination.
     rows = [[x ** i for i in range(nodes_count)] + [q_of(x)] for x in nodes]
     for c in range(nodes_count):
@@ -75,26 +86,40 @@ def coefficients(degree=DEGREE):
     return [float(x) for x in reversed(q)] + [1.0]
 
 
+# (array, header in include/argus/kernel, q, half width of r's interval)
+FITS = [
+    ("exp2_double_coefficients", "flash_micro_kernels.hpp", series_q(LN2), Decimal("0.5")),
+    ("exp_double_coefficients", "simd.hpp", series_q(Decimal(1)), LN2 / 2),
+]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", metavar="HEADER", help="compare with HEADER's exp2_double_coefficients")
+    ap.add_argument("--check", metavar="KERNEL",
+                    help="compare with the arrays of the headers in KERNEL (include/argus/kernel)")
     args = ap.parse_args()
-    fitted = coefficients()
-    if not args.check:
-        print(", ".join(repr(c) for c in fitted))
-        return 0
-    with open(args.check, encoding="utf-8") as f:
-        text = f.read()
-    found = re.search(r"exp2_double_coefficients\[\]\s*=\s*\{([^}]*)\}", text)
-    if found is None:
-        print(f"exp2_double_fit: no exp2_double_coefficients array in {args.check}")
-        return 1
-    held = [float(x) for x in found.group(1).replace("\n", " ").split(",") if x.strip()]
-    if held != fitted:
-        print(f"exp2_double_fit: {args.check} holds {held},\n  the fit gives {fitted}")
-        return 1
-    print(f"exp2_double_fit: {args.check} holds the {len(fitted)} coefficients of the fit")
-    return 0
+    failed = False
+    for name, header, q_of, half_width in FITS:
+        fitted = coefficients(q_of, half_width)
+        if not args.check:
+            print(f"{name} ({header}):")
+            print(", ".join(repr(c) for c in fitted))
+            continue
+        path = os.path.join(args.check, header)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        found = re.search(name + r"\[\]\s*=\s*\{([^}]*)\}", text)
+        if found is None:
+            print(f"exp2_double_fit: no {name} array in {path}")
+            failed = True
+            continue
+        held = [float(x) for x in found.group(1).replace("\n", " ").split(",") if x.strip()]
+        if held != fitted:
+            print(f"exp2_double_fit: {path}'s {name} holds {held},\n  the fit gives {fitted}")
+            failed = True
+            continue
+        print(f"exp2_double_fit: {path} holds the {len(fitted)} coefficients of {name}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

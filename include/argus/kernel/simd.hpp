@@ -219,11 +219,37 @@ inline simd<T> fma(simd<T> a, simd<T> b, simd<T> c) noexcept {
 }
 #endif
 
-/// e^x lane-wise. For float: range reduction x = n ln2 + r, |r| <= ln2/2, a degree-6
-/// polynomial for e^r and 2^n assembled in the exponent bits; max relative error about
-/// 2 ulp over the normal range. Lanes below -87.3 (and -inf) give exactly 0, lanes above
-/// 88.7 give +inf. For double, each lane goes through std::exp (doubles are the
-/// reference path, where accuracy matters more than speed).
+/// double's e^r = 1 + r · q(r) on |r| <= ln2/2, q of degree 10 the Chebyshev interpolant of
+/// (e^r - 1) / r at 11 nodes, computed to 80 digits (its series, no cancellation at r near 0)
+/// and rounded to double by tools/exp2_double_fit.py (ctest tools.exp2_double_fit: these are
+/// its output); p(0) = 1 exactly. Evaluated as exp() does, against expl over 2e7 arguments in
+/// [-746, 710] and [-40, 1] and those next to each multiple of ln2 / 2 from -1080 ln2 to
+/// 1025 ln2: worst 0.90 ulp, rms 0.30 (1.19 and 0.32 without FMA; glibc's exp 0.51); degree 12
+/// 0.86 (docs/performance.md, "The unfused softmax's exponential in double").
+inline constexpr double exp_double_coefficients[] = {2.510520637395701e-08,
+                                                     2.7626357241447223e-07,
+                                                     2.7557255425746435e-06,
+                                                     2.4801504346997686e-05,
+                                                     0.00019841269874800493,
+                                                     0.0013888888932488599,
+                                                     0.008333333333326141,
+                                                     0.04166666666657314,
+                                                     0.1666666666666667,
+                                                     0.5000000000000006,
+                                                     1.0,
+                                                     1.0};
+
+/// e^x lane-wise, the unfused softmax's exponential (softmax_rows.hpp). Both types reduce
+/// x = n ln2 + r, |r| <= ln2/2 (n ln2 subtracted in two parts, Cody-Waite), take e^r from a
+/// polynomial and 2^n from n's bits in the exponent field.
+///   float: a degree-6 polynomial; max relative error about 2 ulp over the normal range. Lanes
+///     below -87.3 (and -inf) give exactly 0 (no subnormals), lanes above 88.7 give +inf.
+///   double: a degree-11 polynomial (exp_double_coefficients), within 0.9 ulp of e^x (1.2
+///     without FMA) over the whole range, subnormal results included: 2^n is applied as two
+///     factors 2^n1 · 2^n2, each a normal number, so that a result below DBL_MIN is rounded once.
+///     x above 709.78 (and +inf) gives +inf, below -745.14 (and -inf) +0, NaN NaN. 25 vector
+///     operations a register, 15 of them FMAs and 2 products. (Until 2026-12-03 std::exp lane by
+///     lane: the softmax in double took 12 times as long as in float.)
 template <class T>
 inline simd<T> exp(simd<T> x) noexcept {
   using V = simd<T>;
@@ -259,9 +285,44 @@ inline simd<T> exp(simd<T> x) noexcept {
     e.v = overflow ? V::broadcast(std::numeric_limits<float>::infinity()).v : e.v;
     return e;
   } else {
-    V r;
-    for (std::size_t i = 0; i < V::width; ++i) r.v[i] = std::exp(x.v[i]);
-    return r;
+    static_assert(std::is_same_v<T, double>);
+    // Clamped to [-746, 709.79] (NaN stays NaN: max and the min below return x where it is
+    // NaN): past either end the result is already +0 or +inf, which the scaling then gives.
+    V lowest = V::broadcast(-746.0), highest = V::broadcast(709.79);
+#if defined(__x86_64__) || defined(__i386__)
+    // Opaque, so that each bound stays one max or min instruction (as in exp2_shifted).
+    asm("" : "+v"(lowest.v), "+v"(highest.v));
+#endif
+    x = max(lowest, x);
+    x.v = highest.v < x.v ? highest.v : x.v;
+    // t = x log2 e + 1.5 · 2^52 + 1023: n = round(x log2 e) and n + 1023 in t's low bits.
+    const V shifter = V::broadcast(6755399441055744.0 + 1023.0);
+    const V t = fma(x, V::broadcast(1.4426950408889634), shifter);
+    const V n = t - shifter;
+    // r = x - n ln2 with ln2's upper part of 32 bits (fdlibm's), so n · ln2_hi is exact.
+    V r = fma(n, V::broadcast(-6.93147180369123816490e-01), x);
+    r = fma(n, V::broadcast(-1.90821492927058770002e-10), r);
+    constexpr const auto& c = exp_double_coefficients;
+    V p = fma(V::broadcast(c[0]), r, V::broadcast(c[1]));
+    const auto horner = [&]<std::size_t... K>(std::index_sequence<K...>) {  // unrolled
+      ((p = fma(p, r, V::broadcast(c[K + 2]))), ...);
+    };
+    horner(std::make_index_sequence<std::size(c) - 2>{});
+    // 2^n = 2^n1 · 2^n2, n1 = round(n / 2) and n2 = n - n1 in [-538, 512] for n in [-1077,
+    // 1024]: each factor a normal number made from its bits (n_i + 1023 shifted into the
+    // exponent field), p · 2^n1 exact, the product with 2^n2 rounded once.
+    const V t1 = fma(n, V::broadcast(0.5), shifter);
+    const V t2 = (n - (t1 - shifter)) + shifter;
+    using U = std::uint64_t __attribute__((vector_size(simd_bytes)));
+    U b1, b2;
+    std::memcpy(&b1, &t1.v, sizeof b1);
+    std::memcpy(&b2, &t2.v, sizeof b2);
+    b1 <<= 52;
+    b2 <<= 52;
+    V s1, s2;
+    std::memcpy(&s1.v, &b1, sizeof b1);
+    std::memcpy(&s2.v, &b2, sizeof b2);
+    return (p * s1) * s2;
   }
 }
 
@@ -290,10 +351,12 @@ inline bool all_finite(const T* x, std::size_t n) noexcept {
   return saw_only_finite(accumulate_non_finite(x, n, simd<T>::zero()));
 }
 
-/// Scalar e^x with the same algorithm as the float vector version (tails of loops use it
-/// so that a row gives the same values whatever its length).
-inline float exp_scalar(float x) noexcept { return exp(simd<float>::broadcast(x))[0]; }
-inline double exp_scalar(double x) noexcept { return std::exp(x); }
+/// Scalar e^x with the same algorithm as the vector version (tails of loops use it so that a
+/// row gives the same values whatever its length).
+template <class T>
+inline T exp_scalar(T x) noexcept {
+  return exp(simd<T>::broadcast(x))[0];
+}
 
 /// Up to 32 bytes of 32-bit unsigned lanes, and the same bits as 64-bit lanes: the integer
 /// vocabulary of counter-based generators (kernel/dropout.hpp). AVX-512 targets use ymm

@@ -3,9 +3,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <numbers>
 #include <random>
 #include <sys/mman.h>
 #include <tuple>
@@ -160,4 +162,62 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(tails_never_touch_memory_past_the_block, T, elemen
     BOOST_TEST(std::abs(sum - 1.0) <= 1e-5);
   }
   munmap(map, 2 * page);
+}
+
+// e^x in double (simd.hpp's exp, which softmax_rows takes for every entry): within an ulp of
+// expl (x86's 64-bit mantissa) with FMA and 1.25 without (the polynomial holds 0.90 and 1.19;
+// degree 10 would be 4.7), over the whole range and next to each multiple of ln2 / 2 (where the
+// reduction's r nears ±ln2/2), subnormal results included (an ulp there is the smallest
+// subnormal); +inf above 709.78, +0 below -745.14, exact where e^x rounds to 1, NaN for NaN;
+// every lane of a register its own argument, and exp_scalar the same bits.
+BOOST_AUTO_TEST_CASE(exponential_in_double_within_an_ulp) {
+  using V = argus::kernel::simd<double>;
+  using argus::kernel::exp;
+  constexpr std::size_t w = V::width;
+  double worst = 0, worst_x = 0;  // in ulps of the reference
+  std::size_t filled = 0;
+  V args = V::zero();
+  const auto flush = [&] {
+    const V got = exp(args);
+    for (std::size_t u = 0; u < filled; ++u) {
+      const long double ref = std::exp(static_cast<long double>(args[u]));
+      const long double ulp = std::ldexp(1.0L, std::max(std::ilogb(ref) - 52, -1074));
+      const double e = static_cast<double>(std::fabs(got[u] - ref) / ulp);
+      if (e > worst) worst = e, worst_x = args[u];
+    }
+    filled = 0;
+  };
+  const auto check = [&](double x) {
+    args.v[filled++] = x;
+    if (filled == w) flush();
+  };
+  std::mt19937_64 rng(14);
+  std::uniform_real_distribution<double> whole(-745.1, 709.78), softmax(-40.0, 0.0);
+  for (int i = 0; i < 300000; ++i) check(whole(rng)), check(softmax(rng));
+  const double ln2 = std::numbers::ln2;
+  for (int k = -2150; k <= 2047; ++k) {
+    const double x = k * ln2 / 2;
+    for (int j = -3; j <= 3; ++j) check(x + j * std::ldexp(std::fabs(x) + 1, -52));
+  }
+  flush();
+  BOOST_TEST_MESSAGE("worst " << worst << " ulp at " << worst_x);
+  BOOST_TEST(worst < (argus::kernel::fma_is_fused ? 1.0 : 1.25),
+             "worst " << worst << " ulp at " << worst_x);
+  const auto one = [](double x) { return exp(V::broadcast(x))[0]; };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double x : {0.0, -0.0, 1e-300, -1e-300, -0x1p-60, 0x1p-60}) BOOST_TEST(one(x) == 1.0);
+  const double top = one(709.782712893384);  // e^x just under DBL_MAX: finite, within 2 ulp
+  BOOST_TEST(std::isfinite(top));
+  BOOST_TEST(std::fabs(top - std::exp(709.782712893384)) <= std::ldexp(2.0, 971));
+  for (double x : {709.7827128933841, 709.79, 710.0, 1e300, inf}) BOOST_TEST(one(x) == inf);
+  BOOST_TEST(one(-745.1332191019411) == std::numeric_limits<double>::denorm_min());
+  for (double x : {-745.1332191019412, -745.2, -746.0, -1e4, -1e300, -inf})
+    BOOST_TEST(one(x) == 0.0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  BOOST_TEST(std::isnan(one(nan)));
+  BOOST_TEST(std::isnan(one(-nan)));
+  V lanes;
+  for (std::size_t u = 0; u < w; ++u) lanes.v[u] = -9.7 * static_cast<double>(u) + 3.1;
+  const V e = exp(lanes);
+  for (std::size_t u = 0; u < w; ++u) BOOST_TEST(argus::kernel::exp_scalar(lanes[u]) == e[u]);
 }
