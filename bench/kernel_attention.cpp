@@ -4,7 +4,10 @@
 // (n, threads, causal) for prefill, seq_q = seq_kv = n; and (seq_kv, threads) for decode,
 // seq_q = 1. flash_attention_double/<n>/<threads>/<causal> is the prefill in double, its
 // peak_pct against half the float peak (docs/performance.md, "Double's exponential in
-// registers"). Other head widths (docs/performance.md, "Key tiles of wide heads"), 1 thread:
+// registers"); unfused_attention_double/<n>/<threads>/<causal> the same problem through
+// kernel::attention_unfused, the unfused evaluator's kernel (scores, softmax_rows, P·V each
+// materialised; docs/performance.md, "The unfused softmax's exponential in double"). Other head
+// widths (docs/performance.md, "Key tiles of wide heads"), 1 thread:
 //   flash_attention_width/<n>/<d>           prefill, 8 heads of d
 //   flash_decode_width/<seq_kv>/<d>/<h>/<kv_h>  one query, h heads over kv_h K/V heads of d
 // and, on 1 and 2 threads, decoding in a model (each call over the next layer's K/V cache, so
@@ -38,7 +41,9 @@
 //   softmax_ns       the softmax step's time;
 //   tile_pct         the three passes together, in % of the peak.
 // smoke-filter: flash_(attention/1024/1/0|[a-z]+_parts/[19]|decode_(width/1024/1|model/256.*1/0))
+// smoke-filter: unfused_attention_double/1024/1/0
 #include "argus/bench/peak.hpp"
+#include "argus/kernel/attention_backward.hpp"
 #include "argus/kernel/flash_attention.hpp"
 #include "argus/kernel/parallel.hpp"
 #include "argus/tensor/aligned_buffer.hpp"
@@ -91,21 +96,21 @@ struct attention_data {
   }
 };
 
-/// Times flash_attention(data.p), `before` called ahead of each call (untimed). The peak of T:
-/// the measured float peak times sizeof(float) / sizeof(T) (the same FMAs, half the lanes in
-/// double).
-template <class T, class Before>
-void run(benchmark::State& state, attention_data<T>& data, int threads, double flops,
-         Before before) {
+/// Times call() (flash_attention(data.p) unless given), `before` called ahead of each call
+/// (untimed). The peak of T: the measured float peak times sizeof(float) / sizeof(T) (the same
+/// FMAs, half the lanes in double).
+template <class T, class Before, class Call>
+void run(benchmark::State& state, attention_data<T>& data, int threads, double flops, Before before,
+         Call call) {
   argus::set_num_threads(static_cast<std::size_t>(threads));
-  argus::kernel::flash_attention(data.p);  // warm the pool and the caches
+  call();  // warm the pool and the caches
   double seconds = 0;
   std::clock_t cpu = 0;
   for (auto _ : state) {
     before();
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t c0 = std::clock();
-    argus::kernel::flash_attention(data.p);
+    call();
     cpu += std::clock() - c0;
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     benchmark::DoNotOptimize(data.o.data());
@@ -123,16 +128,30 @@ void run(benchmark::State& state, attention_data<T>& data, int threads, double f
       100.0 * total / (double(cpu) / CLOCKS_PER_SEC) / (peak_gflops(1) * lanes);
 }
 
+template <class T, class Before>
+void run(benchmark::State& state, attention_data<T>& data, int threads, double flops,
+         Before before) {
+  run(state, data, threads, flops, before, [&] { argus::kernel::flash_attention(data.p); });
+}
+
 template <class T>
 void run(benchmark::State& state, attention_data<T>& data, int threads, double flops) {
   run(state, data, threads, flops, [] {});
 }
 
-/// Prefill, seq_q = seq_kv = n, 8 heads of width w, in T.
+/// Prefill, seq_q = seq_kv = n, 8 heads of width w, in T; with `unfused`,
+/// kernel::attention_unfused (scores, softmax_rows and P·V, each materialised) in place of the
+/// loop nest.
 template <class T = float>
-void prefill(benchmark::State& state, std::size_t n, int threads, bool causal, std::size_t w) {
+void prefill(benchmark::State& state, std::size_t n, int threads, bool causal, std::size_t w,
+             bool unfused = false) {
   attention_data<T> data(n, n, causal, heads, heads, w);
-  run(state, data, threads, 4.0 * heads * double(n) * double(n) * double(w) * (causal ? 0.5 : 1.0));
+  const double flops = 4.0 * heads * double(n) * double(n) * double(w) * (causal ? 0.5 : 1.0);
+  if (unfused)
+    run(
+        state, data, threads, flops, [] {}, [&] { argus::kernel::attention_unfused(data.p); });
+  else
+    run(state, data, threads, flops);
 }
 
 /// One query of h heads over n_kv keys of kv_h K/V heads of width w; K and V are read once.
@@ -211,6 +230,9 @@ void flash_attention_width(benchmark::State& state) {
 }
 void flash_attention_double(benchmark::State& state) {
   prefill<double>(state, arg(state, 0), int(arg(state, 1)), arg(state, 2) != 0, d);
+}
+void unfused_attention_double(benchmark::State& state) {
+  prefill<double>(state, arg(state, 0), int(arg(state, 1)), arg(state, 2) != 0, d, true);
 }
 void flash_decode_width(benchmark::State& state) {
   decode(state, arg(state, 0), 1, arg(state, 2), arg(state, 3), arg(state, 1));
@@ -332,6 +354,12 @@ BENCHMARK(flash_attention)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
 BENCHMARK(flash_attention_double)
+    ->Args({1024, 1, 0})
+    ->Args({1024, 1, 1})
+    ->Args({1024, 2, 0})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(unfused_attention_double)
     ->Args({1024, 1, 0})
     ->Args({1024, 1, 1})
     ->Args({1024, 2, 0})

@@ -91,20 +91,33 @@ function(argus_path_name out file base_dir)
   set(${out} "${name}" PARENT_SCOPE)
 endfunction()
 
-# argus_tagged_line(<out> <file> <tag> <default>)
-# The text after the first "// <tag>: " line of <file>, or <default>.
+# argus_tagged_line(<out> <file> <tag> <default> [JOIN <separator>])
+# The text after the first "// <tag>: " line of <file>, or <default>. With JOIN, every such
+# line's text, joined by <separator>: a value too long for one line of 100 columns takes several.
 function(argus_tagged_line out file tag default)
-  file(STRINGS "${file}" lines REGEX "^[ \t]*//[ \t]*${tag}:" LIMIT_COUNT 1)
-  if(lines MATCHES "^[ \t]*//[ \t]*${tag}:[ \t]*(.*[^ \t])[ \t]*$")
-    set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
-  elseif(lines)
-    # A tag with nothing after it, say a line that clang-format wrapped at 100 columns: the
-    # default would silently stand in for it (a smoke test running every benchmark).
-    message(FATAL_ERROR "${file}: its '// ${tag}:' line is empty; keep the tag and its value "
-                        "on one line of at most 100 columns")
+  cmake_parse_arguments(PARSE_ARGV 4 arg "" "JOIN" "")
+  if(DEFINED arg_JOIN)
+    file(STRINGS "${file}" lines REGEX "^[ \t]*//[ \t]*${tag}:")
   else()
-    set(${out} "${default}" PARENT_SCOPE)
+    file(STRINGS "${file}" lines REGEX "^[ \t]*//[ \t]*${tag}:" LIMIT_COUNT 1)
   endif()
+  if(NOT lines)
+    set(${out} "${default}" PARENT_SCOPE)
+    return()
+  endif()
+  set(values "")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "^[ \t]*//[ \t]*${tag}:[ \t]*(.*[^ \t])[ \t]*$")
+      list(APPEND values "${CMAKE_MATCH_1}")
+    else()
+      # A tag with nothing after it, say a line that clang-format wrapped at 100 columns: the
+      # default would silently stand in for it (a smoke test running every benchmark).
+      message(FATAL_ERROR "${file}: its '// ${tag}:' line is empty; keep the tag and its value "
+                          "on one line of at most 100 columns")
+    endif()
+  endforeach()
+  list(JOIN values "${arg_JOIN}" value)
+  set(${out} "${value}" PARENT_SCOPE)
 endfunction()
 
 # The optional headers: argus/io/ (safetensors reads its JSON header with nlohmann-json) and
