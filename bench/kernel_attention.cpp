@@ -147,9 +147,10 @@ void prefill(benchmark::State& state, std::size_t n, int threads, bool causal, s
              bool unfused = false) {
   attention_data<T> data(n, n, causal, heads, heads, w);
   const double flops = 4.0 * heads * double(n) * double(n) * double(w) * (causal ? 0.5 : 1.0);
+  const auto nothing_before = [] {};
+  const auto unfused_call = [&] { argus::kernel::attention_unfused(data.p); };
   if (unfused)
-    run(
-        state, data, threads, flops, [] {}, [&] { argus::kernel::attention_unfused(data.p); });
+    run(state, data, threads, flops, nothing_before, unfused_call);
   else
     run(state, data, threads, flops);
 }
