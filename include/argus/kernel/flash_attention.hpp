@@ -20,16 +20,16 @@
 // so its K and V stay in L2. A causal mask (key j is allowed for query i iff j <= i +
 // causal_offset, 0 top-left aligned, seq_kv − seq_q bottom-right, and, with a window, j > i +
 // causal_offset − causal_window) starts the key loop at the first key any row of the item may
-// see and ends it after the last, skips the tiles outside each tile's band and is tested only on
-// the tiles that cross its edges; on those, with four registers of queries (AVX-512), each half
-// of a query tile's rows scores and sums only the keys its rows may see (halves_of). The
-// boolean masks skip what they ignore whole too: a key
-// tile of padding only (ignore_keys), a tile whose every pair a set of rows ignores
-// (ignore_where, a count of its bytes first; where it ignores none it is not applied), a tile
-// a kind of one's own says it ignores (ignores_block): a skipped tile would have added 0 to
-// each row's sum and accumulator and left its maximum. A row whose keys are all masked has
-// m = -inf to the end: its probabilities are exactly 0, l stays 0 and its output is 0 (never
-// NaN).
+// see and ends it after the last, skips the tiles outside each tile's band, starts each set of
+// rows at its first row's window where that lies inside a tile (plan_set in run_item) and is
+// tested only on the tiles that cross its edges; on those, with four registers of queries
+// (AVX-512), each half of a query tile's rows scores and sums only the keys its rows may see
+// (halves_of). The boolean masks skip what they ignore whole too: a key tile of padding only
+// (ignore_keys), a tile whose every pair a set of rows ignores (ignore_where, a count of its bytes
+// first; where it ignores none it is not applied), a tile a kind of one's own says it ignores
+// (ignores_block): a skipped tile would have added 0 to each row's sum and accumulator and left its
+// maximum. A row whose keys are all masked has m = -inf to the end: its probabilities are exactly
+// 0, l stays 0 and its output is 0 (never NaN).
 //
 // Bad values (docs/reference/semantics.md). A NaN or +inf logit makes its row NaN: the
 // exponential passes NaN through, so l and the accumulator become NaN and stay so. A key
@@ -865,18 +865,21 @@ struct unclean_values {
 };
 
 /// After value_tile ran on the cleaned tile: adds p · v for each unclean V row to the rows of
-/// set s that no mask keeps from it.
+/// set s that no mask keeps from it. The tile's keys are j0 + [0, nk), the rows in `unclean`
+/// indices into them; the set scored keys j0 + [first, n), its scores from it.scores' first row.
 template <class T>
-void add_unclean_values(const flash_item<T>& it, const row_set<T>& s, std::size_t j0, std::size_t n,
-                        const std::vector<std::size_t>& unclean, const T* v_base) {
+void add_unclean_values(const flash_item<T>& it, const row_set<T>& s, std::size_t j0,
+                        std::size_t first, std::size_t n, const std::vector<std::size_t>& unclean,
+                        const T* v_base) {
   constexpr std::size_t tile = flash_blocking<T>::q_tile;
   const attention_problem<T>& p = *it.p;
   for (std::size_t jj : unclean) {
+    if (jj < first) continue;  // before every row's window: the set did not score it
     if (jj >= n) break;  // the rows are in order; later keys are past every row's causal reach
     const T* v = v_base + (j0 + jj) * p.v_row;
     for (std::size_t r = 0; r < s.rows; ++r) {
       if (mask_ignores(p, it.b, s.head[r], s.query[r], j0 + jj)) continue;
-      const T w = it.scores[jj * tile + r];
+      const T w = it.scores[(jj - first) * tile + r];
       for (std::size_t c = 0; c < p.d_v; ++c) s.out(r, c, it.dvp) += w * v[c];
     }
   }
@@ -998,28 +1001,34 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
   const T* v_base = p.v + it.b * p.v_batch + it.g * p.v_head;
   const std::uint8_t* key_ignore =
       p.key_ignore ? p.key_ignore + it.b * p.key_ignore_batch : nullptr;
-  // What set s does with keys [j0, j0 + nk): the keys its rows reach (under a causal mask,
-  // up to the last row's reach) and the pair mask's cover of them; no keys where it skips
-  // the tile: past every row's reach or before every row's window, ignored whole by the pair
-  // mask or by a kind of one's own (ignores_block).
+  // What set s does with keys [j0, j0 + nk): the keys [j0 + first, j0 + n) its rows see
+  // (under a causal mask, up to the last row's reach and, under a window, from the first row's
+  // window on) and the pair mask's cover of them; none (first == n) where it skips the tile:
+  // past every row's reach or before every row's window, ignored whole by the pair mask or by
+  // a kind of one's own (ignores_block).
   struct set_tile {
-    std::size_t n;
+    std::size_t first, n;
     tile_cover pairs;
   };
   auto plan_set = [&](const row_set<T>& s, std::size_t j0, std::size_t nk) -> set_tile {
-    std::size_t n = nk;
+    std::size_t first = 0, n = nk;
     if (p.causal) {
       const std::size_t reach = causal_key_end(p, s.max_query + 1);
-      if (j0 >= reach) return {0, tile_cover::all};  // the whole tile is in every row's future
+      if (j0 >= reach) return {0, 0, tile_cover::all};  // the whole tile is in every row's future
       n = std::min(n, reach - j0);
-      if (j0 + n <= causal_key_begin(p, s.min_query)) return {0, tile_cover::all};
+      const std::size_t window = causal_key_begin(p, s.min_query);
+      if (j0 + n <= window) return {0, 0, tile_cover::all};
+      // Keys before every row's window: not scored, as keys past every row's reach are not
+      // (where a set's window starts inside a tile, up to a tile of keys each).
+      first = window > j0 ? window - j0 : 0;
     }
-    const tile_cover pairs = p.ignore != nullptr ? pair_mask_cover(it, s, j0, n) : tile_cover::none;
-    if (pairs == tile_cover::all) return {0, tile_cover::all};
+    const tile_cover pairs =
+        p.ignore != nullptr ? pair_mask_cover(it, s, j0 + first, n - first) : tile_cover::none;
+    if (pairs == tile_cover::all) return {0, 0, tile_cover::all};
     if (p.code.ignores_tile != nullptr &&
-        p.code.ignores_tile(p.code.context, it.b, s.head, s.query, s.rows, j0, n))
-      return {0, tile_cover::all};
-    return {n, pairs};
+        p.code.ignores_tile(p.code.context, it.b, s.head, s.query, s.rows, j0 + first, n - first))
+      return {0, 0, tile_cover::all};
+    return {first, n, pairs};
   };
   for (std::size_t j0 = j_begin; j0 < j_end; j0 += it.k_tile) {
     const std::size_t nk = std::min(it.k_tile, j_end - j0);
@@ -1093,11 +1102,15 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
     const key_stream* fetch = it.streams_keys ? &stream : nullptr;
     for (std::size_t si = 0; si < it.set_count; ++si) {
       row_set<T>& s = it.sets[si];
-      const auto [n, pairs] = plan_set(s, j0, nk);
-      if (n == 0) continue;  // no weight of the tile is other than 0 for the set's rows
+      const auto [first, end, pairs] = plan_set(s, j0, nk);
+      if (first == end) continue;  // no weight of the tile is other than 0 for the set's rows
       if (!prepared) prepare_values(), prepared = true;
-      const key_stream* set_fetch = std::exchange(fetch, nullptr);
-      const lane_halves h = halves_of(p, s, j0, n);
+      // The set's keys, js + [0, n): the tile's from `first` on, its K and V rows from ks, vs.
+      const std::size_t js = j0 + first, n = end - first;
+      const T *ks = kt + first * p.k_row, *vs = vt + first * v_row;
+      // The stream counts from the tile's first key: a set that starts further on leaves it.
+      const key_stream* set_fetch = first == 0 ? std::exchange(fetch, nullptr) : nullptr;
+      const lane_halves h = halves_of(p, s, js, n);
       // The halves' key ranges (halves_of): [0, lower_alone), [both, h.lower_end) (where both <
       // h.lower_end) and [upper_alone, n).
       const std::size_t lower_alone = std::min(h.upper_begin, h.lower_end), both = h.upper_begin,
@@ -1108,7 +1121,7 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
         // The stream's keys count from the tile's first: it goes with the range that starts there.
         const auto score = [&](lane_half which, std::size_t from, std::size_t to) {
           if (from < to)
-            score_lanes<T>(which, to - from, kt + from * p.k_row, p.k_row, s.qt, p.d_k,
+            score_lanes<T>(which, to - from, ks + from * p.k_row, p.k_row, s.qt, p.d_k,
                            it.scores + from * tile, it.top, from == 0 ? set_fetch : nullptr);
         };
         score(lane_half::lower, 0, lower_alone);
@@ -1121,34 +1134,34 @@ void run_item(const flash_item<T>& it, std::size_t ja, std::size_t jb,
         for (std::size_t j = h.lower_end; j < n; ++j)
           std::fill_n(it.scores + j * tile, tile / 2, minus_inf);
       } else if (s.on_lanes()) {
-        score_tile<T>(s.lanes(), n, kt, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
+        score_tile<T>(s.lanes(), n, ks, p.k_row, s.qt, p.d_k, it.scores, it.top, set_fetch);
       } else {
-        score_dots<T>(s.rows, s.q, p.scale, p.d_k, n, kt, p.k_row, it.scores, it.top, set_fetch);
+        score_dots<T>(s.rows, s.q, p.scale, p.d_k, n, ks, p.k_row, it.scores, it.top, set_fetch);
       }
-      if (mask_tile(it, s, j0, n, any_key_ignored, pairs == tile_cover::some))
+      if (mask_tile(it, s, js, n, any_key_ignored, pairs == tile_cover::some))
         tile_maximum(it.scores, n, s.lanes(), it.top);
       const bool rescale = softmax_step(s.lanes(), it.scores, n, it.top, s.m, s.l, s.alpha);
       if (drop.active())  // after l took the undropped weights: only the sum over V drops them
-        drop.apply_tile(it.b, s.head, s.query, s.rows, j0, n, it.scores, flash_blocking<T>::q_tile);
+        drop.apply_tile(it.b, s.head, s.query, s.rows, js, n, it.scores, flash_blocking<T>::q_tile);
       if (h.split) {
         // alpha goes with the first call where that call takes every lane, else before them all.
         const bool every_first = lower_alone == 0 && both < h.lower_end;
         if (rescale && !every_first) rescale_lanes(s.lanes(), p.d_v, s.alpha, s.acc);
         const auto sum = [&](lane_half which, std::size_t from, std::size_t to, const T* alpha) {
           if (from < to)
-            lane_value_lanes<T>(which, p.d_v, to - from, it.scores + from * tile, vt + from * v_row,
+            lane_value_lanes<T>(which, p.d_v, to - from, it.scores + from * tile, vs + from * v_row,
                                 v_row, alpha, s.acc);
         };
         sum(lane_half::lower, 0, lower_alone, nullptr);
         sum(lane_half::every, both, h.lower_end, rescale && every_first ? s.alpha : nullptr);
         sum(lane_half::upper, upper_alone, n, nullptr);
       } else if (s.on_lanes()) {
-        lane_value_tile<T>(s.lanes(), p.d_v, n, it.scores, vt, v_row, rescale ? s.alpha : nullptr,
+        lane_value_tile<T>(s.lanes(), p.d_v, n, it.scores, vs, v_row, rescale ? s.alpha : nullptr,
                            s.acc);
       } else {
-        value_tile<T>(s.rows, it.dvp, n, it.scores, vt, v_row, s.alpha, s.acc, set_fetch);
+        value_tile<T>(s.rows, it.dvp, n, it.scores, vs, v_row, s.alpha, s.acc, set_fetch);
       }
-      if (!unclean.rows.empty()) add_unclean_values(it, s, j0, n, unclean.rows, v_base);
+      if (!unclean.rows.empty()) add_unclean_values(it, s, j0, first, end, unclean.rows, v_base);
     }
   }
 }

@@ -58,7 +58,8 @@ struct config {
   bool ignore_all_keys_of_batch_0 = false;  // every row of batch item 0 fully masked
   bool integer_inputs = false;              // exact large logits
   double rise = 0;  // != 0: an additive term rise · j, logits that climb (or fall) along the keys
-  double offset = 0;  // != 0: added to every logit (through the additive term)
+  double offset = 0;            // != 0: added to every logit (through the additive term)
+  std::size_t bad_v_every = 0;  // > 0: V rows j with j % bad_v_every == 3 hold a NaN and a +inf
   std::size_t threads = 1;
 
   std::string describe() const {
@@ -71,7 +72,8 @@ struct config {
       << (additive ? " additive" : "") << (broadcast_masks ? " broadcast" : "")
       << (projection_layout ? " (B,S,H*D)" : " (B,H,S,D)") << " pad=" << pad
       << (ignore_all_keys_of_batch_0 ? " all-masked-b0" : "") << (integer_inputs ? " integer" : "")
-      << " rise=" << rise << " offset=" << offset << " threads=" << threads;
+      << " rise=" << rise << " offset=" << offset << " bad_v_every=" << bad_v_every
+      << " threads=" << threads;
     return s.str();
   }
 };
@@ -92,8 +94,9 @@ view_layout make_layout(const config& c, std::size_t heads, std::size_t seq, std
 
 template <class T>
 struct result {
-  double worst_ratio = 0;  // max |out - ref| / (tol · (1 + |ref|))
-  bool finite = true;
+  double worst_ratio = 0;        // max |out - ref| / (tol · (1 + |ref|))
+  bool finite = true;            // out finite wherever the reference is
+  bool bad_values_reach = true;  // out not finite wherever the reference is not
   bool padding_untouched = true;
   bool masked_rows_zero = true;
 };
@@ -116,6 +119,14 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
   for (T& x : q) x = value();
   for (T& x : k) x = value();
   for (T& x : v) x = static_cast<T>(unit());
+  if (c.bad_v_every > 0)  // column 0 NaN, the last column +inf, in every kv head and batch item
+    for (std::size_t b = 0; b < c.batch; ++b)
+      for (std::size_t g = 0; g < c.kv_heads; ++g)
+        for (std::size_t j = 3; j < c.seq_kv; j += c.bad_v_every) {
+          T* row = v.data() + b * lv.batch_stride + g * lv.head_stride + j * lv.row_stride;
+          row[0] = std::numeric_limits<T>::quiet_NaN();
+          row[c.d_v - 1] = std::numeric_limits<T>::infinity();
+        }
   std::vector<T> o(lo.size, std::numeric_limits<T>::quiet_NaN());
 
   attention_problem<T> p{};
@@ -201,6 +212,7 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
         if (top != minus_inf) {
           double sum = 0;
           for (std::size_t j = 0; j < c.seq_kv; ++j) {
+            if (logits[j] == minus_inf) continue;  // a masked key adds nothing, whatever V holds
             const double e = std::exp(logits[j] - top);
             sum += e;
             const T* vj = v.data() + b * p.v_batch + g * p.v_head + j * p.v_row;
@@ -211,6 +223,10 @@ result<T> run_case(const config& c, std::mt19937_64& rng) {
         for (std::size_t x = 0; x < c.d_v; ++x) {
           const double out = static_cast<double>(o[o_off + x]);
           logical[o_off + x] = true;
+          if (!std::isfinite(ref[x])) {  // a bad V value of a key the row sees
+            if (std::isfinite(out)) res.bad_values_reach = false;
+            continue;
+          }
           if (!std::isfinite(out)) {
             res.finite = false;
             continue;
@@ -231,6 +247,8 @@ void check(const config& c, std::mt19937_64& rng) {
   const result<T> r = run_case<T>(c, rng);
   BOOST_TEST_INFO(c.describe());
   BOOST_TEST(r.finite);
+  BOOST_TEST_INFO(c.describe());
+  BOOST_TEST(r.bad_values_reach);
   BOOST_TEST_INFO(c.describe());
   BOOST_TEST(r.padding_untouched);
   BOOST_TEST_INFO(c.describe());
@@ -737,6 +755,23 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(causal_windows_split_their_lanes, T, scalar_types)
         c.threads = offset == 7 ? 2 : 1;
         check<T>(c, rng);
       }
+}
+
+// Under a window a set of query rows whose windows start inside a tile of keys scores that
+// tile from the set's first window on (run_item's plan_set): V rows that hold a NaN or an
+// infinity (add_unclean_values) reach the rows whose windows hold them and no other, those
+// before the set's first window included; windows shorter and longer than a tile, off the
+// main diagonal, on 1 and 2 threads.
+BOOST_AUTO_TEST_CASE_TEMPLATE(non_finite_values_under_sliding_windows, T, scalar_types) {
+  std::mt19937_64 rng(37);
+  for (std::size_t window : {5, 40, 100, 190})
+    for (std::ptrdiff_t offset : {0, -20}) {
+      config c;
+      c.heads = 2, c.kv_heads = 1, c.seq_q = 300, c.seq_kv = 300, c.d_k = 64, c.d_v = 64;
+      c.causal = true, c.window = window, c.causal_offset = offset, c.bad_v_every = 11;
+      c.threads = window == 40 ? 2 : 1;
+      check<T>(c, rng);
+    }
 }
 
 // A running maximum that stays where the first tile put it while many tiles follow, at
